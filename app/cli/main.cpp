@@ -1,0 +1,35 @@
+// ttrace: the headless front end of the engine, for terminals and CI pipelines.
+#include "commands.h"
+
+#include <iostream>
+#include <string_view>
+#include <vector>
+
+namespace {
+
+void printUsage(std::ostream& out) {
+    out << "usage: ttrace <command> [options]\n"
+           "\n"
+           "commands:\n"
+           "  validate BUNDLE...   check bundles and print a summary (exit 2 on errors)\n"
+           "\n"
+           "Run 'ttrace <command> --help' for a command's options.\n";
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    std::vector<std::string_view> args(argv + 1, argv + argc);
+    if (args.empty() || args.front() == "--help" || args.front() == "-h") {
+        printUsage(args.empty() ? std::cerr : std::cout);
+        return args.empty() ? ttrace::cli::kExitBadInput : ttrace::cli::kExitOk;
+    }
+    const auto command = args.front();
+    const std::span<const std::string_view> rest(args.data() + 1, args.size() - 1);
+    if (command == "validate") {
+        return ttrace::cli::runValidate(rest);
+    }
+    std::cerr << "ttrace: unknown command '" << command << "'\n";
+    printUsage(std::cerr);
+    return ttrace::cli::kExitBadInput;
+}

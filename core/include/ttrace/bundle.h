@@ -1,0 +1,53 @@
+#pragma once
+// An opened trace bundle: its manifest and an index of every logical tensor to the shards that
+// hold it. Immutable after opening, so it can be shared freely between threads and front ends.
+#include "ttrace/diagnostic.h"
+#include "ttrace/manifest.h"
+#include "ttrace/progress.h"
+#include "ttrace/shard.h"
+#include "ttrace/tensor_id.h"
+
+#include <cstddef>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <vector>
+
+namespace ttrace {
+
+class Bundle {
+public:
+    using TensorIndex = std::map<TensorId, std::vector<ShardRef>>;
+
+    Bundle(std::filesystem::path dir, Manifest manifest, TensorIndex index);
+
+    [[nodiscard]] const std::filesystem::path& dir() const { return dir_; }
+    [[nodiscard]] const Manifest& manifest() const { return manifest_; }
+    [[nodiscard]] const TensorIndex& tensors() const { return index_; }
+    [[nodiscard]] const std::vector<ShardRef>* shards(const TensorId& id) const;
+    [[nodiscard]] std::filesystem::path rankFile(int rank) const;
+
+    // Reads a shard's raw little-endian bytes. Throws BundleError naming file and dataset on
+    // failure (a file that changed or vanished since opening).
+    [[nodiscard]] std::vector<std::byte> readShard(const ShardRef& shard) const;
+
+private:
+    std::filesystem::path dir_;
+    Manifest manifest_;
+    TensorIndex index_;
+};
+
+struct BundleOpenResult {
+    std::shared_ptr<const Bundle> bundle; // null when the bundle cannot be used at all
+    Diagnostics diagnostics;              // errors and warnings found while opening
+    bool cancelled = false;
+    [[nodiscard]] bool ok() const { return bundle && !hasErrors(diagnostics); }
+};
+
+// Opens a bundle directory: parses the manifest, checks every rank file (present, HDF5, not
+// truncated, attributes agree) and indexes every tensor dataset with its placement. Structural
+// problems come back as diagnostics; the bundle is still returned when its manifest is usable
+// so that front ends can show what is there.
+BundleOpenResult openBundle(const std::filesystem::path& dir, const ProgressFn& progress = {});
+
+} // namespace ttrace

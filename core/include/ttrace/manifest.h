@@ -1,0 +1,58 @@
+#pragma once
+// manifest.json of a bundle: run metadata and the list of rank files.
+#include "ttrace/diagnostic.h"
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ttrace {
+
+inline constexpr int kFormatVersion = 1;
+
+struct RankCoords {
+    int tp = 0, pp = 0, dp = 0, cp = 0, ep = 0, vpp = 0;
+    [[nodiscard]] std::string toString() const;
+    bool operator==(const RankCoords&) const = default;
+};
+
+struct ModuleInfo {
+    std::string name;
+    int order = 0;
+    int depth = 0;
+    std::string type;
+};
+
+struct RankEntry {
+    int rank = 0;
+    std::string file;
+    RankCoords coords;
+    std::int64_t tensors = -1; // -1: not recorded
+    std::int64_t bytes = -1;
+};
+
+struct Manifest {
+    int formatVersion = kFormatVersion;
+    std::string role;
+    std::vector<std::string> variants;
+    int worldSize = 1;
+    std::map<std::string, int> parallel; // tp, pp, dp, cp, ep, vpp
+    std::string precision;
+    std::string model;
+    std::vector<ModuleInfo> modules; // execution order
+    std::vector<std::int64_t> iterations;
+    int microBatches = 1;
+    std::vector<RankEntry> ranks;
+    std::string producer;
+    std::string created;
+
+    [[nodiscard]] const ModuleInfo* findModule(const std::string& name) const;
+};
+
+// Parses `bundleDir/manifest.json`. On failure returns nothing and appends errors naming the file.
+std::optional<Manifest> readManifest(const std::filesystem::path& bundleDir, Diagnostics& out);
+
+} // namespace ttrace

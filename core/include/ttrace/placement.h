@@ -1,0 +1,61 @@
+#pragma once
+// Where a shard's elements live in the logical tensor (see docs/bundle-format.md, "Placement
+// semantics"). One language covers TP, SP, CP, PP, DP, EP and sharded optimizers.
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ttrace {
+
+using Shape = std::vector<std::int64_t>;
+
+enum class Combine { Copy, Sum, Replica };
+enum class PlacementKind { Boxes, Flat };
+
+std::optional<Combine> parseCombine(std::string_view name);
+std::string_view combineName(Combine combine);
+
+struct DimSlice {
+    std::int64_t localStart = 0;
+    std::int64_t globalStart = 0;
+    std::int64_t length = 0;
+};
+
+struct Box {
+    std::vector<DimSlice> dims;
+};
+
+struct FlatRange {
+    std::int64_t localOffset = 0;
+    std::int64_t globalOffset = 0;
+    std::int64_t length = 0;
+};
+
+struct Placement {
+    Shape globalShape;
+    PlacementKind kind = PlacementKind::Boxes;
+    std::vector<Box> boxes;
+    std::vector<FlatRange> ranges;
+    Combine combine = Combine::Copy;
+    std::int64_t partialIndex = 0;
+    bool isScalar = false;
+
+    [[nodiscard]] std::string describe() const;
+};
+
+std::int64_t elementCount(const Shape& shape);
+std::string shapeToString(const Shape& shape);
+
+// Returns why the placement cannot apply to a local tensor of `localShape`, or nothing.
+std::optional<std::string> checkPlacement(const Placement& placement, const Shape& localShape);
+
+// Calls fn(localFlatIndex, globalFlatIndex, count) for each contiguous run of elements the
+// placement maps (row-major). Runs let callers copy whole rows instead of single elements.
+// The placement must have passed checkPlacement.
+void forEachRun(const Placement& placement, const Shape& localShape,
+                const std::function<void(std::int64_t, std::int64_t, std::int64_t)>& fn);
+
+} // namespace ttrace

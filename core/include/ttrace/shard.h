@@ -1,0 +1,24 @@
+#pragma once
+// One rank's piece of one logical tensor, as indexed from a rank file (data not yet read).
+#include "ttrace/dtype.h"
+#include "ttrace/placement.h"
+
+#include <cstdint>
+#include <string>
+
+namespace ttrace {
+
+struct ShardRef {
+    int rank = 0;
+    std::string datasetPath;
+    DType dtype = DType::Float32;
+    Shape localShape;
+    Placement placement;
+
+    [[nodiscard]] std::int64_t elements() const { return elementCount(localShape); }
+    [[nodiscard]] std::int64_t bytes() const {
+        return elements() * static_cast<std::int64_t>(dtypeSize(dtype));
+    }
+};
+
+} // namespace ttrace

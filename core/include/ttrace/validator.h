@@ -1,0 +1,41 @@
+#pragma once
+// `ttrace validate`: structural and coverage checks of a whole bundle with a summary.
+#include "ttrace/diagnostic.h"
+#include "ttrace/progress.h"
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <string>
+
+namespace ttrace {
+
+struct ValidationSummary {
+    std::string role;
+    int worldSize = 0;
+    std::size_t modules = 0;
+    std::size_t variants = 0;
+    std::size_t logicalTensors = 0;
+    std::size_t shards = 0;
+    std::int64_t bytes = 0;
+    std::map<std::string, std::size_t> dtypes; // dtype name -> logical tensors
+    std::map<std::string, std::size_t> kinds;  // tensor kind -> logical tensors
+};
+
+struct ValidationReport {
+    ValidationSummary summary;
+    Diagnostics diagnostics;
+    bool cancelled = false;
+    [[nodiscard]] bool ok() const { return !cancelled && !hasErrors(diagnostics); }
+};
+
+struct ValidateOptions {
+    bool checkCoverage = true; // merge every tensor: holes, overlaps, replica agreement
+};
+
+ValidationReport validateBundle(const std::filesystem::path& dir, const ValidateOptions& options = {},
+                                const ProgressFn& progress = {});
+
+std::string formatSummary(const std::filesystem::path& dir, const ValidationSummary& summary);
+
+} // namespace ttrace

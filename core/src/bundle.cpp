@@ -1,0 +1,53 @@
+#include "ttrace/bundle.h"
+
+#include "h5_handle.h"
+#include "shard_index.h"
+#include "ttrace/bundle_error.h"
+
+#include <utility>
+
+namespace ttrace {
+
+Bundle::Bundle(std::filesystem::path dir, Manifest manifest, TensorIndex index)
+    : dir_(std::move(dir))
+    , manifest_(std::move(manifest))
+    , index_(std::move(index)) {}
+
+const std::vector<ShardRef>* Bundle::shards(const TensorId& id) const {
+    const auto it = index_.find(id);
+    return it == index_.end() ? nullptr : &it->second;
+}
+
+std::filesystem::path Bundle::rankFile(int rank) const {
+    for (const auto& entry : manifest_.ranks) {
+        if (entry.rank == rank) {
+            return dir_ / entry.file;
+        }
+    }
+    return {};
+}
+
+std::vector<std::byte> Bundle::readShard(const ShardRef& shard) const {
+    const auto file = rankFile(shard.rank);
+    const std::lock_guard lock(h5::apiMutex());
+    h5::silenceErrorPrinting();
+    h5::File handle(H5Fopen(file.string().c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
+    if (!handle) {
+        throw BundleError(file.string() + ": cannot reopen rank " + std::to_string(shard.rank) +
+                          " file: " + h5::lastErrorMessage());
+    }
+    h5::Dataset dataset(H5Dopen2(handle.get(), shard.datasetPath.c_str(), H5P_DEFAULT));
+    if (!dataset) {
+        throw BundleError(file.string() + ": dataset " + shard.datasetPath +
+                          " vanished: " + h5::lastErrorMessage());
+    }
+    std::vector<std::byte> raw(static_cast<std::size_t>(shard.bytes()));
+    if (!raw.empty() && H5Dread(dataset.get(), memoryTypeFor(shard.dtype), H5S_ALL, H5S_ALL,
+                                H5P_DEFAULT, raw.data()) < 0) {
+        throw BundleError(file.string() + ": reading " + shard.datasetPath +
+                          " failed: " + h5::lastErrorMessage() + " (truncated file?)");
+    }
+    return raw;
+}
+
+} // namespace ttrace

@@ -1,0 +1,132 @@
+#include "h5_handle.h"
+
+#include <fstream>
+
+namespace ttrace::h5 {
+
+void silenceErrorPrinting() {
+    static std::once_flag once;
+    std::call_once(once, [] { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); });
+}
+
+std::string lastErrorMessage() {
+    std::string message;
+    H5Ewalk2(
+        H5E_DEFAULT, H5E_WALK_UPWARD,
+        [](unsigned n, const H5E_error2_t* err, void* data) -> herr_t {
+            // Upward walk starts at the innermost frame: that message is the specific one.
+            if (n == 0 && err && err->desc) {
+                *static_cast<std::string*>(data) = err->desc;
+            }
+            return 0;
+        },
+        &message);
+    H5Eclear2(H5E_DEFAULT);
+    return message;
+}
+
+std::mutex& apiMutex() {
+    static std::mutex mutex;
+    return mutex;
+}
+
+SignatureCheck checkSignature(const std::string& path) {
+    // HDF5's superblock signature may sit at offset 0, 512, 1024, ...; our writer uses 0,
+    // but accept the others like H5Fis_hdf5 does.
+    std::ifstream in(path, std::ios::binary);
+    if (!in) {
+        return SignatureCheck::Unreadable;
+    }
+    static constexpr char kSignature[8] = {'\x89', 'H', 'D', 'F', '\r', '\n', '\x1a', '\n'};
+    for (std::streamoff offset = 0; offset <= 8192; offset = offset == 0 ? 512 : offset * 2) {
+        char buf[8] = {};
+        in.clear();
+        in.seekg(offset);
+        if (!in.read(buf, 8)) {
+            break;
+        }
+        if (std::equal(buf, buf + 8, kSignature)) {
+            return SignatureCheck::IsHdf5;
+        }
+    }
+    return SignatureCheck::NotHdf5;
+}
+
+std::optional<std::string> readStringAttr(hid_t object, const char* name) {
+    if (H5Aexists(object, name) <= 0) {
+        return std::nullopt;
+    }
+    Attribute attr(H5Aopen(object, name, H5P_DEFAULT));
+    if (!attr) {
+        return std::nullopt;
+    }
+    Datatype type(H5Aget_type(attr.get()));
+    if (H5Tget_class(type.get()) != H5T_STRING) {
+        return std::nullopt;
+    }
+    if (H5Tis_variable_str(type.get()) > 0) {
+        Datatype mem(H5Tcopy(H5T_C_S1));
+        H5Tset_size(mem.get(), H5T_VARIABLE);
+        H5Tset_cset(mem.get(), H5Tget_cset(type.get()));
+        char* raw = nullptr;
+        if (H5Aread(attr.get(), mem.get(), &raw) < 0 || raw == nullptr) {
+            return std::nullopt;
+        }
+        std::string value(raw);
+        Dataspace space(H5Aget_space(attr.get()));
+        H5Dvlen_reclaim(mem.get(), space.get(), H5P_DEFAULT, &raw);
+        return value;
+    }
+    const std::size_t size = H5Tget_size(type.get());
+    std::string value(size, '\0');
+    if (H5Aread(attr.get(), type.get(), value.data()) < 0) {
+        return std::nullopt;
+    }
+    // Fixed-length strings are padded with NULs or spaces.
+    const auto end = value.find('\0');
+    if (end != std::string::npos) {
+        value.resize(end);
+    }
+    return value;
+}
+
+std::optional<IntArray> readIntArrayAttr(hid_t object, const char* name) {
+    if (H5Aexists(object, name) <= 0) {
+        return std::nullopt;
+    }
+    Attribute attr(H5Aopen(object, name, H5P_DEFAULT));
+    if (!attr) {
+        return std::nullopt;
+    }
+    Datatype type(H5Aget_type(attr.get()));
+    if (H5Tget_class(type.get()) != H5T_INTEGER) {
+        return std::nullopt;
+    }
+    Dataspace space(H5Aget_space(attr.get()));
+    const int rank = H5Sget_simple_extent_ndims(space.get());
+    if (rank < 0 || rank > 2) {
+        return std::nullopt;
+    }
+    IntArray out;
+    hsize_t dims[2] = {1, 1};
+    H5Sget_simple_extent_dims(space.get(), dims, nullptr);
+    for (int i = 0; i < rank; ++i) {
+        out.dims.push_back(static_cast<std::int64_t>(dims[i]));
+    }
+    const auto n = static_cast<std::size_t>(H5Sget_simple_extent_npoints(space.get()));
+    out.values.resize(n);
+    if (n > 0 && H5Aread(attr.get(), H5T_NATIVE_INT64, out.values.data()) < 0) {
+        return std::nullopt;
+    }
+    return out;
+}
+
+std::optional<std::int64_t> readIntAttr(hid_t object, const char* name) {
+    auto array = readIntArrayAttr(object, name);
+    if (!array || array->values.size() != 1) {
+        return std::nullopt;
+    }
+    return array->values.front();
+}
+
+} // namespace ttrace::h5

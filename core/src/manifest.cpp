@@ -1,0 +1,220 @@
+#include "ttrace/manifest.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+namespace ttrace {
+namespace {
+
+using nlohmann::json;
+
+// Collects the first problem with a clear location instead of letting json throw deep inside.
+class FieldReader {
+public:
+    FieldReader(const json& object, std::string where, Diagnostics& out)
+        : object_(object)
+        , where_(std::move(where))
+        , out_(out) {}
+
+    template <typename T> std::optional<T> required(const char* key) {
+        if (!object_.is_object() || !object_.contains(key)) {
+            fail("missing field '" + std::string(key) + "'");
+            return std::nullopt;
+        }
+        return convert<T>(key);
+    }
+
+    template <typename T> T optional(const char* key, T fallback) {
+        if (!object_.is_object() || !object_.contains(key) || object_.at(key).is_null()) {
+            return fallback;
+        }
+        return convert<T>(key).value_or(fallback);
+    }
+
+    [[nodiscard]] bool failed() const { return failed_; }
+
+private:
+    template <typename T> std::optional<T> convert(const char* key) {
+        try {
+            return object_.at(key).get<T>();
+        } catch (const json::exception&) {
+            fail("field '" + std::string(key) + "' has the wrong type (" +
+                 std::string(object_.at(key).type_name()) + ")");
+            return std::nullopt;
+        }
+    }
+    void fail(const std::string& message) {
+        failed_ = true;
+        out_.push_back(makeError("manifest-field", where_, message));
+    }
+
+    const json& object_;
+    std::string where_;
+    Diagnostics& out_;
+    bool failed_ = false;
+};
+
+RankCoords parseCoords(const json& j) {
+    RankCoords c;
+    if (!j.is_object()) {
+        return c;
+    }
+    c.tp = j.value("tp", 0);
+    c.pp = j.value("pp", 0);
+    c.dp = j.value("dp", 0);
+    c.cp = j.value("cp", 0);
+    c.ep = j.value("ep", 0);
+    c.vpp = j.value("vpp", 0);
+    return c;
+}
+
+} // namespace
+
+std::string RankCoords::toString() const {
+    std::ostringstream out;
+    out << "tp" << tp << " pp" << pp << " dp" << dp << " cp" << cp << " ep" << ep << " vpp" << vpp;
+    return out.str();
+}
+
+const ModuleInfo* Manifest::findModule(const std::string& name) const {
+    for (const auto& m : modules) {
+        if (m.name == name) {
+            return &m;
+        }
+    }
+    return nullptr;
+}
+
+std::optional<Manifest> readManifest(const std::filesystem::path& bundleDir, Diagnostics& out) {
+    const auto path = bundleDir / "manifest.json";
+    const std::string where = path.string();
+    std::error_code ec;
+    if (!std::filesystem::is_directory(bundleDir, ec)) {
+        out.push_back(makeError("not-a-bundle", bundleDir.string(),
+                                "is not a directory (a bundle is a directory holding "
+                                "manifest.json and rank-NNNNN.h5 files)"));
+        return std::nullopt;
+    }
+    std::ifstream in(path);
+    if (!in) {
+        out.push_back(makeError("missing-manifest", where,
+                                "manifest.json is missing or unreadable; is this a trace bundle?"));
+        return std::nullopt;
+    }
+    json root;
+    try {
+        root = json::parse(in);
+    } catch (const json::parse_error& e) {
+        out.push_back(makeError("bad-manifest", where,
+                                "manifest.json is not valid JSON (" + std::string(e.what()) + ")"));
+        return std::nullopt;
+    }
+    FieldReader top(root, where, out);
+    const auto format = top.required<std::string>("format");
+    const auto version = top.required<int>("format_version");
+    if (!format || !version) {
+        return std::nullopt;
+    }
+    if (*format != "ttrace-bundle") {
+        out.push_back(makeError("bad-format", where,
+                                "format is '" + *format + "', expected 'ttrace-bundle'"));
+        return std::nullopt;
+    }
+    if (*version != kFormatVersion) {
+        out.push_back(makeError("unknown-version", where,
+                                "format_version " + std::to_string(*version) +
+                                    " is not supported (this reader understands format_version " +
+                                    std::to_string(kFormatVersion) + ")"));
+        return std::nullopt;
+    }
+    Manifest m;
+    m.formatVersion = *version;
+    m.role = top.required<std::string>("role").value_or("");
+    m.worldSize = top.required<int>("world_size").value_or(0);
+    m.variants = top.optional<std::vector<std::string>>("variants", {"nominal"});
+    m.parallel = top.optional<std::map<std::string, int>>("parallel", {});
+    m.precision = top.optional<std::string>("precision", "fp32");
+    m.model = top.optional<std::string>("model", "");
+    m.iterations = top.optional<std::vector<std::int64_t>>("iterations", {});
+    m.microBatches = top.optional<int>("micro_batches", 1);
+    m.producer = top.optional<std::string>("producer", "");
+    m.created = top.optional<std::string>("created", "");
+    if (top.failed()) {
+        return std::nullopt;
+    }
+    if (m.role != "reference" && m.role != "candidate") {
+        out.push_back(makeError("manifest-field", where,
+                                "role is '" + m.role + "', expected 'reference' or 'candidate'"));
+    }
+    if (m.variants.empty() || m.variants.front() != "nominal") {
+        out.push_back(makeError("manifest-field", where, "variants must start with 'nominal'"));
+    }
+    if (root.contains("modules") && root["modules"].is_array()) {
+        int order = 0;
+        for (const auto& jm : root["modules"]) {
+            FieldReader fr(jm, where + " modules[" + std::to_string(order) + "]", out);
+            ModuleInfo mi;
+            mi.name = fr.required<std::string>("name").value_or("");
+            mi.order = fr.optional<int>("order", order);
+            mi.depth = fr.optional<int>("depth", 0);
+            mi.type = fr.optional<std::string>("type", "");
+            m.modules.push_back(std::move(mi));
+            ++order;
+        }
+    }
+    if (!root.contains("ranks") || !root["ranks"].is_array()) {
+        out.push_back(makeError("manifest-field", where, "missing field 'ranks' (an array)"));
+        return std::nullopt;
+    }
+    std::set<int> seen;
+    for (const auto& jr : root["ranks"]) {
+        FieldReader fr(jr, where + " ranks[" + std::to_string(m.ranks.size()) + "]", out);
+        RankEntry e;
+        e.rank = fr.required<int>("rank").value_or(-1);
+        e.file = fr.required<std::string>("file").value_or("");
+        e.tensors = fr.optional<std::int64_t>("tensors", -1);
+        e.bytes = fr.optional<std::int64_t>("bytes", -1);
+        if (jr.is_object() && jr.contains("coords")) {
+            e.coords = parseCoords(jr["coords"]);
+        }
+        if (fr.failed()) {
+            continue;
+        }
+        if (e.rank < 0 || e.rank >= m.worldSize) {
+            out.push_back(makeError("manifest-field", where,
+                                    "rank " + std::to_string(e.rank) + " is outside world_size " +
+                                        std::to_string(m.worldSize)));
+            continue;
+        }
+        if (!seen.insert(e.rank).second) {
+            out.push_back(
+                makeError("manifest-field", where, "rank " + std::to_string(e.rank) + " is listed twice"));
+            continue;
+        }
+        if (e.file.find('/') != std::string::npos || e.file.find("..") != std::string::npos) {
+            out.push_back(makeError("manifest-field", where,
+                                    "rank " + std::to_string(e.rank) + " file '" + e.file +
+                                        "' must be a plain file name inside the bundle"));
+            continue;
+        }
+        m.ranks.push_back(std::move(e));
+    }
+    for (int r = 0; r < m.worldSize; ++r) {
+        if (!seen.contains(r)) {
+            out.push_back(makeError("missing-rank", where,
+                                    "rank " + std::to_string(r) + " of world_size " +
+                                        std::to_string(m.worldSize) + " is not listed in ranks"));
+        }
+    }
+    std::sort(m.ranks.begin(), m.ranks.end(),
+              [](const RankEntry& a, const RankEntry& b) { return a.rank < b.rank; });
+    std::sort(m.modules.begin(), m.modules.end(),
+              [](const ModuleInfo& a, const ModuleInfo& b) { return a.order < b.order; });
+    return m;
+}
+
+} // namespace ttrace

@@ -1,0 +1,246 @@
+#include "ttrace/merge.h"
+
+#include "ttrace/bundle_error.h"
+
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <sstream>
+
+namespace ttrace {
+namespace {
+
+constexpr std::int64_t kOwnerNone = -1;
+// Below this many elements a shard is decoded on the calling thread: TBB's task overhead
+// would dominate, and tensors are already merged in parallel one level up.
+constexpr std::size_t kParallelDecodeGrain = 1 << 16;
+
+std::string multiIndex(std::int64_t flat, const Shape& shape) {
+    std::vector<std::int64_t> idx(shape.size(), 0);
+    for (std::size_t d = shape.size(); d-- > 0;) {
+        idx[d] = shape[d] ? flat % shape[d] : 0;
+        flat = shape[d] ? flat / shape[d] : 0;
+    }
+    return shapeToString(idx);
+}
+
+bool sameValue(double a, double b) { return a == b || (std::isnan(a) && std::isnan(b)); }
+
+std::vector<double> decodeParallel(DType dtype, const std::vector<std::byte>& raw) {
+    const std::size_t size = dtypeSize(dtype);
+    std::vector<double> values(raw.size() / size);
+    if (values.size() < kParallelDecodeGrain) {
+        decodeElements(dtype, raw, values);
+        return values;
+    }
+    tbb::parallel_for(tbb::blocked_range<std::size_t>(0, values.size(), kParallelDecodeGrain),
+                      [&](const tbb::blocked_range<std::size_t>& r) {
+                          decodeElements(dtype,
+                                         std::span(raw).subspan(r.begin() * size, r.size() * size),
+                                         std::span(values).subspan(r.begin(), r.size()));
+                      });
+    return values;
+}
+
+// Conflicts between two ranks over shared elements, summarized for one message.
+struct Conflict {
+    std::int64_t count = 0;
+    std::int64_t firstIndex = 0;
+    double firstA = 0.0;
+    double firstB = 0.0;
+    double maxAbsDiff = 0.0;
+};
+
+// Combines shards that are copies of one (partial) tensor: the lowest rank wins, overlaps are
+// compared (replica) or reported (copy).
+struct GroupResult {
+    std::vector<double> values;
+    std::vector<std::byte> raw;
+    std::vector<std::int64_t> owner; // shard rank per element, kOwnerNone if uncovered
+};
+
+GroupResult combineGroup(const std::vector<const RawShard*>& group,
+                         const std::vector<const std::vector<double>*>& decoded,
+                         const Shape& globalShape, Combine combine, const std::string& where,
+                         bool keepRaw, Diagnostics& findings) {
+    const auto n = static_cast<std::size_t>(elementCount(globalShape));
+    GroupResult g;
+    g.values.assign(n, 0.0);
+    g.owner.assign(n, kOwnerNone);
+    const std::size_t esize = group.empty() ? 1 : dtypeSize(group.front()->dtype);
+    if (keepRaw) {
+        g.raw.assign(n * esize, std::byte{0});
+    }
+    std::map<std::pair<std::int64_t, std::int64_t>, Conflict> conflicts;
+    for (std::size_t s = 0; s < group.size(); ++s) {
+        const RawShard& shard = *group[s];
+        const std::vector<double>& vals = *decoded[s];
+        forEachRun(shard.placement, shard.localShape,
+                   [&](std::int64_t local, std::int64_t global, std::int64_t count) {
+                       for (std::int64_t k = 0; k < count; ++k) {
+                           const auto gi = static_cast<std::size_t>(global + k);
+                           const auto li = static_cast<std::size_t>(local + k);
+                           if (g.owner[gi] == kOwnerNone) {
+                               g.owner[gi] = shard.rank;
+                               g.values[gi] = vals[li];
+                               if (keepRaw) {
+                                   std::memcpy(&g.raw[gi * esize], &shard.raw[li * esize], esize);
+                               }
+                               continue;
+                           }
+                           const bool conflict =
+                               combine == Combine::Copy || !sameValue(g.values[gi], vals[li]);
+                           if (!conflict) {
+                               continue;
+                           }
+                           auto& c = conflicts[{g.owner[gi], shard.rank}];
+                           if (c.count++ == 0) {
+                               c.firstIndex = static_cast<std::int64_t>(gi);
+                               c.firstA = g.values[gi];
+                               c.firstB = vals[li];
+                           }
+                           c.maxAbsDiff = std::max(c.maxAbsDiff, std::abs(g.values[gi] - vals[li]));
+                       }
+                   });
+    }
+    for (const auto& [ranks, c] : conflicts) {
+        std::ostringstream msg;
+        msg.precision(9);
+        if (combine == Combine::Copy) {
+            msg << "shards of ranks " << ranks.first << " and " << ranks.second << " overlap at "
+                << c.count << " elements (first at " << multiIndex(c.firstIndex, globalShape)
+                << ") but combine is 'copy', which requires a disjoint split";
+            findings.push_back(makeError("overlap", where, msg.str()));
+        } else {
+            msg << "replicas on ranks " << ranks.first << " and " << ranks.second << " disagree at "
+                << c.count << " elements (first at " << multiIndex(c.firstIndex, globalShape)
+                << ": " << c.firstA << " vs " << c.firstB << ", max abs difference "
+                << c.maxAbsDiff << ")";
+            findings.push_back(makeError("replica-disagree", where, msg.str()));
+        }
+    }
+    return g;
+}
+
+} // namespace
+
+MergeResult mergeShards(const TensorId& id, std::vector<RawShard> shards) {
+    MergeResult result;
+    const std::string where = "tensor " + id.path();
+    if (shards.empty()) {
+        result.findings.push_back(makeError("no-shards", where, "no rank holds this tensor"));
+        return result;
+    }
+    std::sort(shards.begin(), shards.end(),
+              [](const RawShard& a, const RawShard& b) { return a.rank < b.rank; });
+    const Shape globalShape = shards.front().placement.globalShape;
+    const Combine combine = shards.front().placement.combine;
+    const DType dtype = shards.front().dtype;
+    for (const auto& s : shards) {
+        if (s.placement.globalShape != globalShape || s.dtype != dtype ||
+            s.placement.combine != combine) {
+            result.findings.push_back(makeError(
+                "shard-mismatch", where,
+                "rank " + std::to_string(s.rank) + " disagrees with rank " +
+                    std::to_string(shards.front().rank) +
+                    " on global_shape, dtype or combine; the shards cannot be merged"));
+            return result;
+        }
+        if (auto problem = checkPlacement(s.placement, s.localShape)) {
+            result.findings.push_back(makeError(
+                "placement-outside", where, "rank " + std::to_string(s.rank) + ": " + *problem));
+            return result;
+        }
+        if (s.raw.size() != static_cast<std::size_t>(elementCount(s.localShape)) * dtypeSize(dtype)) {
+            result.findings.push_back(makeError("short-data", where,
+                                                "rank " + std::to_string(s.rank) +
+                                                    ": data size does not match its shape"));
+            return result;
+        }
+    }
+    std::vector<std::vector<double>> decoded(shards.size());
+    tbb::parallel_for(std::size_t{0}, shards.size(),
+                      [&](std::size_t i) { decoded[i] = decodeParallel(dtype, shards[i].raw); });
+
+    // Group by partial: copy/replica are one group; sum groups by partial_index.
+    std::map<std::int64_t, std::vector<std::size_t>> groups;
+    for (std::size_t i = 0; i < shards.size(); ++i) {
+        groups[combine == Combine::Sum ? shards[i].placement.partialIndex : 0].push_back(i);
+    }
+    const auto n = static_cast<std::size_t>(elementCount(globalShape));
+    FullTensor full;
+    full.id = id;
+    full.dtype = dtype;
+    full.shape = globalShape;
+    full.values.assign(n, 0.0);
+    std::vector<bool> covered(n, false);
+    const bool keepRaw = combine != Combine::Sum;
+    for (const auto& [partial, members] : groups) {
+        std::vector<const RawShard*> group;
+        std::vector<const std::vector<double>*> values;
+        for (auto i : members) {
+            group.push_back(&shards[i]);
+            values.push_back(&decoded[i]);
+        }
+        const Combine groupMode = combine == Combine::Sum ? Combine::Replica : combine;
+        auto g = combineGroup(group, values, globalShape, groupMode, where, keepRaw, result.findings);
+        for (std::size_t i = 0; i < n; ++i) {
+            if (g.owner[i] != kOwnerNone) {
+                full.values[i] += g.values[i];
+                covered[i] = true;
+            }
+        }
+        if (keepRaw) {
+            full.rawBits = std::move(g.raw);
+        }
+    }
+    const auto holes = static_cast<std::int64_t>(std::count(covered.begin(), covered.end(), false));
+    if (holes > 0) {
+        const auto first = std::distance(covered.begin(), std::find(covered.begin(), covered.end(), false));
+        result.findings.push_back(makeError(
+            "hole", where,
+            "hole: " + std::to_string(holes) + " of " + std::to_string(n) +
+                " elements are covered by no shard (first uncovered index " +
+                multiIndex(first, globalShape) + "; ranks present: " + [&] {
+                    std::string r;
+                    for (const auto& s : shards) {
+                        r += (r.empty() ? "" : ", ") + std::to_string(s.rank);
+                    }
+                    return r;
+                }() + ")"));
+        return result;
+    }
+    for (std::size_t i = 0; i < shards.size(); ++i) {
+        full.shards.push_back({shards[i].rank, shards[i].placement, shards[i].localShape,
+                               std::move(decoded[i])});
+    }
+    result.tensor = std::move(full);
+    return result;
+}
+
+MergeResult mergeTensor(const Bundle& bundle, const TensorId& id) {
+    const auto* refs = bundle.shards(id);
+    if (!refs) {
+        MergeResult missing;
+        missing.findings.push_back(makeError("no-shards", "tensor " + id.path(),
+                                             "the bundle holds no such tensor"));
+        return missing;
+    }
+    std::vector<RawShard> shards;
+    for (const auto& ref : *refs) {
+        try {
+            shards.push_back({ref.rank, ref.dtype, ref.localShape, ref.placement, bundle.readShard(ref)});
+        } catch (const BundleError& e) {
+            MergeResult failed;
+            failed.findings.push_back(makeError("read-failed", "tensor " + id.path(), e.what()));
+            return failed;
+        }
+    }
+    return mergeShards(id, std::move(shards));
+}
+
+} // namespace ttrace

@@ -1,0 +1,309 @@
+#include "shard_index.h"
+
+#include "h5_handle.h"
+
+#include <array>
+#include <mutex>
+#include <string>
+
+namespace ttrace {
+namespace {
+
+struct VisitState {
+    const std::filesystem::path* file = nullptr;
+    int rank = 0;
+    RankFileIndex* index = nullptr;
+    Diagnostics* out = nullptr;
+};
+
+std::string where(const std::filesystem::path& file, int rank, const std::string& dataset = {}) {
+    std::string w = "rank " + std::to_string(rank) + " (" + file.string() + ")";
+    if (!dataset.empty()) {
+        w += " " + dataset;
+    }
+    return w;
+}
+
+// Whether the HDF5 storage type can hold `dtype` bit-exactly as the format prescribes.
+bool storageMatches(hid_t type, DType dtype) {
+    const H5T_class_t cls = H5Tget_class(type);
+    const std::size_t size = H5Tget_size(type);
+    switch (dtype) {
+    case DType::Float64: return cls == H5T_FLOAT && size == 8;
+    case DType::Float32: return cls == H5T_FLOAT && size == 4;
+    case DType::Float16:
+    case DType::BFloat16: return cls == H5T_INTEGER && size == 2;
+    case DType::Int64: return cls == H5T_INTEGER && size == 8;
+    case DType::Int32: return cls == H5T_INTEGER && size == 4;
+    case DType::Float8E4M3:
+    case DType::Float8E5M2:
+    case DType::UInt8:
+    case DType::Bool:
+        // h5py stores numpy bool as an HDF5 enum of one byte.
+        return (cls == H5T_INTEGER || cls == H5T_ENUM) && size == 1;
+    }
+    return false;
+}
+
+std::optional<Placement> readPlacement(hid_t dataset, const Shape& localShape, bool isScalar,
+                                       std::string& error) {
+    Placement p;
+    p.isScalar = isScalar;
+    const auto globalShape = h5::readIntArrayAttr(dataset, "global_shape");
+    if (!globalShape || globalShape->dims.size() != 1) {
+        error = "attribute 'global_shape' is missing or not a 1-D integer array";
+        return std::nullopt;
+    }
+    p.globalShape = globalShape->values;
+    const auto kind = h5::readStringAttr(dataset, "placement");
+    const auto combine = h5::readStringAttr(dataset, "combine");
+    if (!kind || !combine) {
+        error = "attribute 'placement' or 'combine' is missing";
+        return std::nullopt;
+    }
+    const auto parsedCombine = parseCombine(*combine);
+    if (!parsedCombine) {
+        error = "unknown combine '" + *combine + "' (expected copy, sum or replica)";
+        return std::nullopt;
+    }
+    p.combine = *parsedCombine;
+    p.partialIndex = h5::readIntAttr(dataset, "partial_index").value_or(0);
+    if (*kind == "boxes") {
+        p.kind = PlacementKind::Boxes;
+        const auto boxes = h5::readIntArrayAttr(dataset, "boxes");
+        const auto ndim = static_cast<std::int64_t>(p.globalShape.size());
+        if (!boxes) {
+            error = "attribute 'boxes' is missing or not an integer array";
+            return std::nullopt;
+        }
+        const std::int64_t width = boxes->dims.size() == 2 ? boxes->dims[1]
+                                                           : static_cast<std::int64_t>(boxes->values.size());
+        if (width != 3 * ndim || (ndim > 0 && boxes->values.size() % static_cast<std::size_t>(width) != 0)) {
+            error = "attribute 'boxes' must have shape [nbox, " + std::to_string(3 * ndim) + "]";
+            return std::nullopt;
+        }
+        const std::size_t nbox = ndim == 0 ? 1 : boxes->values.size() / static_cast<std::size_t>(width);
+        for (std::size_t b = 0; b < nbox; ++b) {
+            Box box;
+            for (std::int64_t d = 0; d < ndim; ++d) {
+                const std::size_t base = b * static_cast<std::size_t>(width) + static_cast<std::size_t>(3 * d);
+                box.dims.push_back({boxes->values[base], boxes->values[base + 1], boxes->values[base + 2]});
+            }
+            p.boxes.push_back(std::move(box));
+        }
+    } else if (*kind == "flat") {
+        p.kind = PlacementKind::Flat;
+        const auto ranges = h5::readIntArrayAttr(dataset, "flat_ranges");
+        if (!ranges || ranges->values.size() % 3 != 0 || (ranges->dims.size() == 2 && ranges->dims[1] != 3)) {
+            error = "attribute 'flat_ranges' is missing or not shaped [n, 3]";
+            return std::nullopt;
+        }
+        for (std::size_t i = 0; i + 2 < ranges->values.size(); i += 3) {
+            p.ranges.push_back({ranges->values[i], ranges->values[i + 1], ranges->values[i + 2]});
+        }
+    } else {
+        error = "unknown placement '" + *kind + "' (expected boxes or flat)";
+        return std::nullopt;
+    }
+    if (auto problem = checkPlacement(p, localShape)) {
+        error = "placement " + *problem;
+        return std::nullopt;
+    }
+    return p;
+}
+
+void indexDataset(hid_t file, const char* name, VisitState& state) {
+    const std::string path = std::string("/") + name;
+    const auto loc = where(*state.file, state.rank, path);
+    auto fail = [&](const std::string& code, const std::string& message) {
+        state.out->push_back(makeError(code, loc, message));
+    };
+    h5::Dataset dataset(H5Dopen2(file, name, H5P_DEFAULT));
+    if (!dataset) {
+        fail("unreadable-dataset", "cannot open dataset: " + h5::lastErrorMessage());
+        return;
+    }
+    const auto dtypeName = h5::readStringAttr(dataset.get(), "dtype");
+    if (!dtypeName) {
+        fail("missing-attribute", "attribute 'dtype' is missing");
+        return;
+    }
+    const auto dtype = parseDType(*dtypeName);
+    if (!dtype) {
+        fail("unknown-dtype", "unknown dtype '" + *dtypeName + "'");
+        return;
+    }
+    h5::Datatype type(H5Dget_type(dataset.get()));
+    if (!storageMatches(type.get(), *dtype)) {
+        fail("storage-mismatch", "HDF5 storage type does not match dtype '" + *dtypeName + "'");
+        return;
+    }
+    TensorId id;
+    const auto variant = h5::readStringAttr(dataset.get(), "variant");
+    const auto module = h5::readStringAttr(dataset.get(), "module");
+    const auto kind = h5::readStringAttr(dataset.get(), "kind");
+    const auto index = h5::readStringAttr(dataset.get(), "index");
+    const auto iteration = h5::readIntAttr(dataset.get(), "iteration");
+    const auto microBatch = h5::readIntAttr(dataset.get(), "micro_batch");
+    if (!variant || !module || !kind || !index || !iteration || !microBatch) {
+        fail("missing-attribute",
+             "identity attributes (variant, module, kind, index, iteration, micro_batch) are "
+             "incomplete");
+        return;
+    }
+    const auto parsedKind = parseTensorKind(*kind);
+    if (!parsedKind) {
+        fail("unknown-kind", "unknown tensor kind '" + *kind + "'");
+        return;
+    }
+    id.variant = *variant;
+    id.module = *module;
+    id.kind = *parsedKind;
+    id.index = *index;
+    id.iteration = *iteration;
+    id.microBatch = *microBatch;
+
+    h5::Dataspace space(H5Dget_space(dataset.get()));
+    const int ndims = H5Sget_simple_extent_ndims(space.get());
+    std::array<hsize_t, 32> dims{};
+    if (ndims < 0 || ndims > static_cast<int>(dims.size())) {
+        fail("bad-shape", "dataset has an unsupported number of dimensions");
+        return;
+    }
+    H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr);
+    ShardRef shard;
+    shard.rank = state.rank;
+    shard.datasetPath = path;
+    shard.dtype = *dtype;
+    for (int d = 0; d < ndims; ++d) {
+        shard.localShape.push_back(static_cast<std::int64_t>(dims[static_cast<std::size_t>(d)]));
+    }
+    const bool isScalar = h5::readIntAttr(dataset.get(), "is_scalar").value_or(0) != 0;
+    std::string error;
+    auto placement = readPlacement(dataset.get(), shard.localShape, isScalar, error);
+    if (!placement) {
+        fail(error.find("outside") != std::string::npos ? "placement-outside" : "bad-placement",
+             error);
+        return;
+    }
+    shard.placement = std::move(*placement);
+    state.index->bytes += shard.bytes();
+    state.index->shards.push_back({std::move(id), std::move(shard)});
+}
+
+} // namespace
+
+hid_t memoryTypeFor(DType dtype) {
+    switch (dtype) {
+    case DType::Float64: return H5T_NATIVE_DOUBLE;
+    case DType::Float32: return H5T_NATIVE_FLOAT;
+    case DType::Float16:
+    case DType::BFloat16: return H5T_NATIVE_UINT16;
+    case DType::Int64: return H5T_NATIVE_INT64;
+    case DType::Int32: return H5T_NATIVE_INT32;
+    case DType::Float8E4M3:
+    case DType::Float8E5M2:
+    case DType::UInt8:
+    case DType::Bool: return H5T_NATIVE_UINT8;
+    }
+    return H5T_NATIVE_UINT8;
+}
+
+RankFileIndex indexRankFile(const std::filesystem::path& bundleDir, const Manifest& manifest,
+                            const RankEntry& entry, Diagnostics& out) {
+    RankFileIndex index;
+    const auto file = bundleDir / entry.file;
+    const auto loc = where(file, entry.rank);
+    std::error_code ec;
+    if (!std::filesystem::exists(file, ec)) {
+        out.push_back(makeError("missing-rank-file", loc,
+                                "rank " + std::to_string(entry.rank) + ": " + entry.file +
+                                    " is missing (the manifest lists " +
+                                    std::to_string(manifest.worldSize) + " ranks)"));
+        return index;
+    }
+    const std::lock_guard lock(h5::apiMutex());
+    h5::silenceErrorPrinting();
+    switch (h5::checkSignature(file.string())) {
+    case h5::SignatureCheck::Unreadable:
+        out.push_back(makeError("unreadable-file", loc, entry.file + " cannot be read"));
+        return index;
+    case h5::SignatureCheck::NotHdf5:
+        out.push_back(makeError("not-hdf5", loc, entry.file + " is not an HDF5 file"));
+        return index;
+    case h5::SignatureCheck::IsHdf5: break;
+    }
+    h5::File handle(H5Fopen(file.string().c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
+    if (!handle) {
+        const auto reason = h5::lastErrorMessage();
+        out.push_back(makeError("damaged-file", loc,
+                                entry.file + " cannot be opened by HDF5 (" + reason +
+                                    "); the file is truncated or damaged, copy it again"));
+        return index;
+    }
+    const hid_t root = handle.get();
+    const auto format = h5::readStringAttr(root, "format");
+    const auto version = h5::readIntAttr(root, "format_version");
+    if (format.value_or("") != "ttrace-bundle") {
+        out.push_back(makeError("bad-format", loc, "root attribute format is not 'ttrace-bundle'"));
+        return index;
+    }
+    if (version.value_or(-1) != kFormatVersion) {
+        out.push_back(makeError("unknown-version", loc,
+                                "format_version " + std::to_string(version.value_or(-1)) +
+                                    " is not supported (expected " +
+                                    std::to_string(kFormatVersion) + ")"));
+        return index;
+    }
+    const auto rank = h5::readIntAttr(root, "rank");
+    if (rank.value_or(-1) != entry.rank) {
+        out.push_back(makeError("rank-attr-mismatch", loc,
+                                "the file says rank " + std::to_string(rank.value_or(-1)) +
+                                    " but the manifest lists it as rank " +
+                                    std::to_string(entry.rank)));
+    }
+    const auto worldSize = h5::readIntAttr(root, "world_size");
+    if (worldSize.value_or(-1) != manifest.worldSize) {
+        out.push_back(makeError("rank-attr-mismatch", loc,
+                                "the file says world_size " +
+                                    std::to_string(worldSize.value_or(-1)) + ", the manifest " +
+                                    std::to_string(manifest.worldSize)));
+    }
+    const auto role = h5::readStringAttr(root, "role");
+    if (role.value_or("") != manifest.role) {
+        out.push_back(makeError("rank-attr-mismatch", loc,
+                                "the file says role '" + role.value_or("") + "', the manifest '" +
+                                    manifest.role + "'"));
+    }
+    VisitState state{&file, entry.rank, &index, &out};
+    const herr_t status = H5Ovisit2(
+        root, H5_INDEX_NAME, H5_ITER_INC,
+        [](hid_t obj, const char* name, const H5O_info_t* info, void* data) -> herr_t {
+            if (info->type == H5O_TYPE_DATASET) {
+                indexDataset(obj, name, *static_cast<VisitState*>(data));
+            }
+            return 0;
+        },
+        &state, H5O_INFO_BASIC);
+    if (status < 0) {
+        out.push_back(makeError("damaged-file", loc,
+                                "walking the file failed (" + h5::lastErrorMessage() +
+                                    "); the file is truncated or damaged"));
+    }
+    const auto count = static_cast<std::int64_t>(index.shards.size());
+    if (entry.tensors >= 0 && entry.tensors != count) {
+        out.push_back(makeError("tensor-count-mismatch", loc,
+                                entry.file + " holds " + std::to_string(count) +
+                                    " tensors, the manifest records " +
+                                    std::to_string(entry.tensors) + " (incomplete write?)"));
+    } else if (entry.bytes >= 0 && entry.bytes != index.bytes) {
+        out.push_back(makeError("byte-count-mismatch", loc,
+                                entry.file + " holds " + std::to_string(index.bytes) +
+                                    " bytes of tensor data, the manifest records " +
+                                    std::to_string(entry.bytes)));
+    }
+    index.usable = true;
+    return index;
+}
+
+} // namespace ttrace

@@ -1,0 +1,36 @@
+#pragma once
+// Indexing of one rank file: root attribute checks and one ShardRef per tensor dataset.
+#include "ttrace/diagnostic.h"
+#include "ttrace/dtype.h"
+#include "ttrace/manifest.h"
+#include "ttrace/shard.h"
+#include "ttrace/tensor_id.h"
+
+#include <hdf5.h>
+
+#include <filesystem>
+#include <utility>
+#include <vector>
+
+namespace ttrace {
+
+struct IndexedShard {
+    TensorId id;
+    ShardRef shard;
+};
+
+struct RankFileIndex {
+    std::vector<IndexedShard> shards;
+    std::int64_t bytes = 0;
+    bool usable = false; // false: the file could not be opened at all
+};
+
+// Checks the file of `entry` against the manifest and indexes its datasets; every problem is
+// appended to `out` with the file, rank and dataset it concerns.
+RankFileIndex indexRankFile(const std::filesystem::path& bundleDir, const Manifest& manifest,
+                            const RankEntry& entry, Diagnostics& out);
+
+// The in-memory HDF5 type we read each dtype's storage into (little-endian host).
+hid_t memoryTypeFor(DType dtype);
+
+} // namespace ttrace

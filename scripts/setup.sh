@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Installs what is missing (Debian packages, the Python virtual environment) and builds.
+# Sourced by demo.sh and test.sh; safe to run any number of times.
+set -euo pipefail
+
+TTRACE_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+TTRACE_BUILD="${TTRACE_ROOT}/build"
+TTRACE_VENV="${TTRACE_ROOT}/.venv"
+TTRACE_PY="${TTRACE_VENV}/bin/python"
+
+APT_PACKAGES=(
+  build-essential cmake ninja-build pkg-config
+  qt6-base-dev libqcustomplot-dev libqcustomplot2.1-qt6
+  libhdf5-dev hdf5-tools libeigen3-dev libtbb-dev nlohmann-json3-dev
+  xvfb python3-venv
+)
+# torch is always pinned: an unpinned torch pulls gigabytes of CUDA packages.
+PIP_PACKAGES=(torch==2.13.0 "h5py>=3.8" "numpy>=1.24" "pytest>=7" "ruff>=0.5")
+
+log() { printf '\033[1m[setup]\033[0m %s\n' "$*" >&2; }
+
+as_root() {
+  if [[ $(id -u) -eq 0 ]]; then "$@"; else sudo "$@"; fi
+}
+
+install_apt_packages() {
+  local missing=()
+  for pkg in "${APT_PACKAGES[@]}"; do
+    if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
+      missing+=("$pkg")
+    fi
+  done
+  if ((${#missing[@]})); then
+    log "installing Debian packages: ${missing[*]}"
+    as_root apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+  fi
+}
+
+install_python_env() {
+  if [[ ! -x "${TTRACE_PY}" ]]; then
+    log "creating ${TTRACE_VENV}"
+    python3 -m venv "${TTRACE_VENV}"
+  fi
+  # The stamp records what was installed; reinstall when the requirements or the package change.
+  local stamp="${TTRACE_VENV}/.ttrace-installed"
+  local want
+  want="$(printf '%s\n' "${PIP_PACKAGES[@]}" | sha1sum)$(sha1sum "${TTRACE_ROOT}/python/pyproject.toml")"
+  if [[ ! -f "${stamp}" || "$(cat "${stamp}")" != "${want}" ]]; then
+    log "installing Python packages into .venv (torch==2.13.0 CPU, h5py, pytest, ruff)"
+    "${TTRACE_PY}" -m pip install -q --disable-pip-version-check "${PIP_PACKAGES[@]}"
+    "${TTRACE_PY}" -m pip install -q --disable-pip-version-check --no-deps -e "${TTRACE_ROOT}/python"
+    printf '%s' "${want}" >"${stamp}"
+  fi
+}
+
+build_project() {
+  if [[ ! -f "${TTRACE_BUILD}/build.ninja" ]]; then
+    log "configuring ${TTRACE_BUILD}"
+    cmake -S "${TTRACE_ROOT}" -B "${TTRACE_BUILD}" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+      -DTTRACE_PYTHON="${TTRACE_PY}" >/dev/null
+  fi
+  log "building"
+  cmake --build "${TTRACE_BUILD}" -- -j"$(nproc)" | grep -vE '^\[[0-9]+/[0-9]+\] ' || true
+  test -x "${TTRACE_BUILD}/bin/ttrace" || { log "build failed"; exit 1; }
+}
+
+ttrace_setup() {
+  install_apt_packages
+  install_python_env
+  build_project
+}

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Runs every test: C++ (Qt Test) and Python (pytest), all through CTest.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
+ttrace_setup
+
+export QT_QPA_PLATFORM=offscreen
+cd "${TTRACE_BUILD}"
+ctest --output-on-failure --timeout 1800 "$@"

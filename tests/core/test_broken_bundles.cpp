@@ -1,0 +1,70 @@
+// Data-driven: every corrupt fixture bundle yields its own clear message (never a crash).
+// The fixtures and the expected phrases are written by `python -m ttrace.fixtures`.
+#include "ttrace/validator.h"
+
+#include <QtTest>
+
+#include <QFile>
+
+using namespace ttrace;
+
+class TestBrokenBundles : public QObject {
+    Q_OBJECT
+private slots:
+    void broken_data() {
+        QTest::addColumn<QString>("dir");
+        QTest::addColumn<QString>("expected");
+        const QString root = qEnvironmentVariable("TTRACE_FIXTURES_DIR") + "/broken";
+        QFile list(root + "/EXPECTED.txt");
+        QVERIFY2(list.open(QIODevice::ReadOnly), qPrintable(list.fileName()));
+        int cases = 0;
+        while (!list.atEnd()) {
+            const auto line = QString::fromUtf8(list.readLine()).trimmed();
+            const auto tab = line.indexOf('\t');
+            if (line.isEmpty() || tab < 0) {
+                continue;
+            }
+            const auto name = line.left(tab);
+            QTest::newRow(qPrintable(name)) << root + "/" + name << line.mid(tab + 1);
+            ++cases;
+        }
+        QVERIFY(cases >= 10);
+    }
+    void broken() {
+        QFETCH(QString, dir);
+        QFETCH(QString, expected);
+        const auto report = validateBundle(dir.toStdString());
+        QVERIFY2(!report.ok(), qPrintable(dir + " validated but is broken"));
+        QString all;
+        bool found = false;
+        for (const auto& d : report.diagnostics) {
+            const auto text = QString::fromStdString(d.toString());
+            all += text + "\n";
+            found = found || (d.severity == Severity::Error && text.contains(expected));
+        }
+        QVERIFY2(found, qPrintable("expected '" + expected + "' in:\n" + all));
+    }
+    void validBundlePasses() {
+        const QString dir = qEnvironmentVariable("TTRACE_FIXTURES_DIR") + "/roundtrip";
+        const auto report = validateBundle(dir.toStdString());
+        QString all;
+        for (const auto& d : report.diagnostics) {
+            all += QString::fromStdString(d.toString()) + "\n";
+        }
+        QVERIFY2(report.ok(), qPrintable(all));
+        QVERIFY(report.summary.logicalTensors > 10);
+        QCOMPARE(report.summary.worldSize, 4);
+    }
+    void cancellationStopsValidation() {
+        const QString dir = qEnvironmentVariable("TTRACE_FIXTURES_DIR") + "/roundtrip";
+        int calls = 0;
+        const auto report = validateBundle(dir.toStdString(), {}, [&](double, std::string_view) {
+            return ++calls < 3;
+        });
+        QVERIFY(report.cancelled);
+        QVERIFY(!report.ok());
+    }
+};
+
+QTEST_APPLESS_MAIN(TestBrokenBundles)
+#include "test_broken_bundles.moc"
