@@ -3,6 +3,7 @@
 #include "ttrace/validator.h"
 
 #include <iostream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -11,15 +12,21 @@ namespace ttrace::cli {
 int runValidate(std::span<const std::string_view> args) {
     std::vector<std::string> bundles;
     ValidateOptions options;
+    // One missing rank makes every tensor it held a hole; a few examples of each kind of
+    // problem say more than hundreds of lines. --all prints everything.
+    std::size_t perCodeLimit = 5;
     for (const auto arg : args) {
         if (arg == "--help" || arg == "-h") {
-            std::cout << "usage: ttrace validate [--no-coverage] BUNDLE...\n"
+            std::cout << "usage: ttrace validate [--no-coverage] [--all] BUNDLE...\n"
                          "  Checks the manifest, every rank file and, unless --no-coverage,\n"
-                         "  merges every tensor to find holes, overlaps and disagreeing replicas.\n";
+                         "  merges every tensor to find holes, overlaps and disagreeing replicas.\n"
+                         "  --all prints every problem (default: 5 of each kind).\n";
             return kExitOk;
         }
         if (arg == "--no-coverage") {
             options.checkCoverage = false;
+        } else if (arg == "--all") {
+            perCodeLimit = static_cast<std::size_t>(-1);
         } else if (arg.starts_with("-")) {
             std::cerr << "ttrace validate: unknown option '" << arg << "'\n";
             return kExitBadInput;
@@ -38,9 +45,18 @@ int runValidate(std::span<const std::string_view> args) {
             std::cout << formatSummary(dir, report.summary);
         }
         std::size_t errors = 0;
+        std::map<std::string, std::size_t> perCode;
         for (const auto& d : report.diagnostics) {
-            std::cerr << d.toString() << "\n";
             errors += d.severity == Severity::Error ? 1 : 0;
+            if (++perCode[d.code] <= perCodeLimit) {
+                std::cerr << d.toString() << "\n";
+            }
+        }
+        for (const auto& [code, count] : perCode) {
+            if (count > perCodeLimit) {
+                std::cerr << "... and " << count - perCodeLimit << " more '" << code
+                          << "' problems (--all prints them)\n";
+            }
         }
         if (errors > 0) {
             std::cerr << dir << ": INVALID (" << errors << " error" << (errors == 1 ? "" : "s")

@@ -189,10 +189,13 @@ MergeResult mergeShards(const TensorId& id, std::vector<RawShard> shards) {
         const Combine groupMode = combine == Combine::Sum ? Combine::Replica : combine;
         auto g = combineGroup(group, values, globalShape, groupMode, where, keepRaw, result.findings);
         for (std::size_t i = 0; i < n; ++i) {
-            if (g.owner[i] != kOwnerNone) {
-                full.values[i] += g.values[i];
-                covered[i] = true;
+            if (g.owner[i] == kOwnerNone) {
+                continue;
             }
+            // Assign the first contribution instead of adding it to 0.0, which would turn a
+            // stored -0.0 into +0.0 and break bit-exact rebuilding.
+            full.values[i] = covered[i] ? full.values[i] + g.values[i] : g.values[i];
+            covered[i] = true;
         }
         if (keepRaw) {
             full.rawBits = std::move(g.raw);

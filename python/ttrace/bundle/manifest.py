@@ -1,0 +1,185 @@
+"""manifest.json: the run's metadata and one entry per rank file."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, ClassVar
+
+from .._version import __version__
+from .rank_record import RankRecord
+from .writer import COORD_NAMES, FORMAT, FORMAT_VERSION, ROLES, rank_file_name
+
+
+@dataclass
+class Manifest:
+    """The fields of docs/bundle-format.md ("manifest.json"), validated before writing.
+
+    Validation here catches what would otherwise only show up on the workstation, after
+    the bundle was copied off the cluster: a missing rank, a wrong parallel layout.
+    """
+
+    role: str
+    world_size: int
+    parallel: dict[str, int]
+    precision: str
+    variants: list[str]
+    modules: list[dict[str, Any]]
+    iterations: list[int]
+    micro_batches: int
+    ranks: list[RankRecord]
+    perturbation: dict[str, Any] | None = None
+    model: str = ""
+    producer: str = f"ttrace {__version__}"
+    created: str = field(
+        default_factory=lambda: datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    )
+
+    PRECISIONS: ClassVar[tuple[str, ...]] = ("fp32", "bf16", "bf16-autocast", "fp16", "fp8")
+    FILE_NAME: ClassVar[str] = "manifest.json"
+
+    def validate(self) -> None:
+        if self.role not in ROLES:
+            raise ValueError(f"role must be 'reference' or 'candidate', got {self.role!r}")
+        unknown = set(self.parallel) - set(COORD_NAMES)
+        if unknown:
+            raise ValueError(f"unknown parallel sizes {sorted(unknown)}; known: {COORD_NAMES}")
+        if any(int(v) < 1 for v in self.parallel.values()):
+            raise ValueError(f"parallel sizes must be >= 1: {self.parallel}")
+        product = math.prod(self.parallel[name] for name in ("tp", "pp", "dp", "cp"))
+        if product != self.world_size:
+            raise ValueError(f"tp*pp*dp*cp = {product} does not equal world_size {self.world_size}")
+        if self.precision not in self.PRECISIONS:
+            raise ValueError(
+                f"unknown precision {self.precision!r}; known: {', '.join(self.PRECISIONS)}"
+            )
+        if not self.variants or self.variants[0] != "nominal":
+            raise ValueError(f"variants must start with 'nominal', got {self.variants}")
+        if len(set(self.variants)) != len(self.variants):
+            raise ValueError(f"duplicate variants in {self.variants}")
+        if self.role == "candidate" and self.variants != ["nominal"]:
+            raise ValueError(f"a candidate has only the 'nominal' variant, got {self.variants}")
+        for module in self.modules:
+            missing = {"name", "order", "depth", "type"} - set(module)
+            if missing:
+                raise ValueError(f"module entry {module} lacks {sorted(missing)}")
+        orders = sorted(int(m["order"]) for m in self.modules)
+        if orders != list(range(len(self.modules))):
+            raise ValueError("module orders must be 0..n-1, one per module")
+        names = [m["name"] for m in self.modules]
+        if len(set(names)) != len(names):
+            raise ValueError("module names must be unique")
+        if self.micro_batches < 0:
+            raise ValueError(f"micro_batches must be >= 0, got {self.micro_batches}")
+        rank_ids = sorted(r.rank for r in self.ranks)
+        if rank_ids != list(range(self.world_size)):
+            missing_ranks = sorted(set(range(self.world_size)) - set(rank_ids))
+            raise ValueError(
+                f"ranks must be exactly 0..{self.world_size - 1} once each; "
+                f"got {rank_ids} (missing {missing_ranks})"
+            )
+        for record in self.ranks:
+            if record.file != rank_file_name(record.rank):
+                raise ValueError(f"rank {record.rank} has file {record.file!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "format": FORMAT,
+            "format_version": FORMAT_VERSION,
+            "role": self.role,
+            "variants": list(self.variants),
+            **({"perturbation": self.perturbation} if self.perturbation is not None else {}),
+            "world_size": self.world_size,
+            "parallel": dict(self.parallel),
+            "precision": self.precision,
+            "model": self.model,
+            "modules": [
+                {
+                    "name": str(m["name"]),
+                    "order": int(m["order"]),
+                    "depth": int(m["depth"]),
+                    "type": str(m["type"]),
+                }
+                for m in sorted(self.modules, key=lambda m: int(m["order"]))
+            ],
+            "iterations": [int(i) for i in self.iterations],
+            "micro_batches": self.micro_batches,
+            "ranks": [r.to_dict() for r in sorted(self.ranks, key=lambda r: r.rank)],
+            "producer": self.producer,
+            "created": self.created,
+        }
+
+    def write(self, bundle_dir: str | os.PathLike[str]) -> Path:
+        """Validate, then write atomically: a reader never sees half a manifest."""
+        self.validate()
+        directory = Path(bundle_dir)
+        directory.mkdir(parents=True, exist_ok=True)
+        target = directory / self.FILE_NAME
+        temporary = directory / (self.FILE_NAME + ".tmp")
+        temporary.write_text(json.dumps(self.to_dict(), indent=2) + "\n", encoding="utf-8")
+        os.replace(temporary, target)
+        return target
+
+    @classmethod
+    def read(cls, bundle_dir: str | os.PathLike[str]) -> Manifest:
+        data = json.loads((Path(bundle_dir) / cls.FILE_NAME).read_text(encoding="utf-8"))
+        if data.get("format") != FORMAT or data.get("format_version") != FORMAT_VERSION:
+            raise ValueError(
+                f"{Path(bundle_dir) / cls.FILE_NAME}: format_version "
+                f"{data.get('format_version')} is not {FORMAT_VERSION}"
+            )
+        return cls(
+            role=data["role"],
+            world_size=int(data["world_size"]),
+            parallel={k: int(v) for k, v in data["parallel"].items()},
+            precision=data["precision"],
+            variants=list(data["variants"]),
+            modules=list(data["modules"]),
+            iterations=[int(i) for i in data["iterations"]],
+            micro_batches=int(data["micro_batches"]),
+            ranks=[RankRecord.from_dict(r) for r in data["ranks"]],
+            perturbation=data.get("perturbation"),
+            model=data.get("model", ""),
+            producer=data.get("producer", ""),
+            created=data.get("created", ""),
+        )
+
+
+def write_manifest(
+    bundle_dir: str | os.PathLike[str],
+    *,
+    role: str,
+    world_size: int,
+    parallel: Mapping[str, int],
+    precision: str,
+    variants: Sequence[str],
+    modules: Sequence[Mapping[str, Any]],
+    iterations: Sequence[int],
+    micro_batches: int,
+    ranks: Sequence[RankRecord | Mapping[str, Any]],
+    perturbation: Mapping[str, Any] | None = None,
+    model: str = "",
+) -> Path:
+    """Write ``<bundle_dir>/manifest.json`` (rank 0 calls this after gathering RankRecords).
+
+    Missing parallel sizes default to 1. Returns the manifest's path.
+    """
+    manifest = Manifest(
+        role=role,
+        world_size=int(world_size),
+        parallel={name: 1 for name in COORD_NAMES} | {k: int(v) for k, v in parallel.items()},
+        precision=precision,
+        variants=list(variants),
+        modules=[dict(m) for m in modules],
+        iterations=[int(i) for i in iterations],
+        micro_batches=int(micro_batches),
+        ranks=[r if isinstance(r, RankRecord) else RankRecord.from_dict(dict(r)) for r in ranks],
+        perturbation=dict(perturbation) if perturbation is not None else None,
+        model=model,
+    )
+    return manifest.write(bundle_dir)

@@ -1,0 +1,197 @@
+"""Writes one rank's file of a trace bundle."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+import h5py
+import numpy as np
+
+from .dtypes import DType
+from .key import TensorKey
+from .placement import Placement
+from .rank_record import RankRecord
+
+if TYPE_CHECKING:
+    import torch
+
+FORMAT = "ttrace-bundle"
+FORMAT_VERSION = 1
+COORD_NAMES = ("tp", "pp", "dp", "cp", "ep", "vpp")
+ROLES = ("reference", "candidate")
+
+
+def rank_file_name(rank: int) -> str:
+    return f"rank-{rank:05d}.h5"
+
+
+class BundleWriter:
+    """Creates ``<bundle_dir>/rank-NNNNN.h5`` and writes this rank's shards into it.
+
+    Synchronous on purpose: the capture layer owns threading and back-pressure, this class
+    owns the format. Every write is validated before anything touches the file, and errors
+    name the tensor's path, because a capture hook far from the user's code is a hard
+    place to debug a bad placement.
+    """
+
+    def __init__(
+        self,
+        bundle_dir: str | os.PathLike[str],
+        rank: int,
+        world_size: int,
+        role: str,
+        coords: Mapping[str, int] | None = None,
+    ) -> None:
+        if world_size < 1 or not 0 <= rank < world_size:
+            raise ValueError(f"rank {rank} is not in [0, world_size={world_size})")
+        if role not in ROLES:
+            raise ValueError(f"role must be 'reference' or 'candidate', got {role!r}")
+        unknown = set(coords or {}) - set(COORD_NAMES)
+        if unknown:
+            raise ValueError(f"unknown coordinates {sorted(unknown)}; known: {COORD_NAMES}")
+        self.rank = rank
+        self.world_size = world_size
+        self.role = role
+        # Absent coordinates are 0: a reference, or a job without that parallelism.
+        self.coords = {name: int((coords or {}).get(name, 0)) for name in COORD_NAMES}
+        self.bundle_dir = Path(bundle_dir)
+        self.bundle_dir.mkdir(parents=True, exist_ok=True)
+        self.file_name = rank_file_name(rank)
+        self.path = self.bundle_dir / self.file_name
+        # libver v110 keeps the file readable by HDF5 1.10, which the C++ reader links.
+        self._file: h5py.File | None = h5py.File(self.path, "w", libver=("earliest", "v110"))
+        self._written: set[str] = set()
+        self._bytes = 0
+        self._record: RankRecord | None = None
+        attrs = self._file.attrs
+        attrs["format"] = FORMAT
+        attrs["format_version"] = np.int64(FORMAT_VERSION)
+        attrs["rank"] = np.int64(rank)
+        attrs["world_size"] = np.int64(world_size)
+        attrs["role"] = role
+        for name, value in self.coords.items():
+            attrs[f"coord_{name}"] = np.int64(value)
+
+    def write(
+        self,
+        key: TensorKey,
+        tensor: torch.Tensor | np.ndarray | np.generic,
+        placement: Placement | None = None,
+        *,
+        dtype: str | None = None,
+    ) -> None:
+        """Store ``tensor`` (this rank's local shard) bit-exactly under ``key``.
+
+        ``placement=None`` means the tensor is whole on this rank. ``dtype`` names the
+        element type of a numpy array of raw bits (uint16 for bfloat16/float16, uint8 for
+        float8), for callers without torch.
+        """
+        if self._file is None:
+            raise RuntimeError(f"rank {self.rank}: cannot write {key.path}: the writer is closed")
+        if not isinstance(key, TensorKey):
+            raise TypeError(f"key must be a TensorKey, got {type(key).__name__}")
+        path = key.path
+        if path in self._written:
+            raise ValueError(f"rank {self.rank}: {path} was already written")
+        try:
+            kind, stored, is_scalar = self._encode(tensor, dtype)
+            if placement is None:
+                placement = Placement.full(() if is_scalar else stored.shape)
+            placement.check_local(stored.shape)
+        except (ValueError, TypeError) as error:
+            raise type(error)(f"rank {self.rank}: {path}: {error}") from error
+        if placement.combine == "sum" and placement.partial_index is None:
+            # Without a stated partial index every rank's shard is its own partial.
+            placement = placement.with_partial(self.rank)
+
+        dataset = self._file.create_dataset(path, data=stored, dtype=stored.dtype)
+        attrs: dict[str, Any] = {
+            "dtype": kind.name,
+            "variant": key.variant,
+            "iteration": np.int64(key.iteration),
+            "micro_batch": np.int64(key.micro_batch),
+            "module": key.module,
+            "kind": key.kind,
+            "index": key.index,
+            **placement.to_attrs(),
+        }
+        if is_scalar:
+            attrs["is_scalar"] = np.int64(1)
+        for name, value in attrs.items():
+            dataset.attrs[name] = value
+        self._written.add(path)
+        self._bytes += stored.nbytes
+
+    @staticmethod
+    def _encode(
+        tensor: torch.Tensor | np.ndarray | np.generic, dtype: str | None
+    ) -> tuple[DType, np.ndarray, bool]:
+        """(dtype, little-endian storage array of at least 1 dimension, was it 0-d)."""
+        if isinstance(tensor, np.ndarray | np.generic):
+            array = np.asarray(tensor)
+            if dtype is not None and DType.from_name(dtype).raw and array.dtype.kind in "ui":
+                kind = DType.from_name(dtype)
+                stored = kind.encode_raw(array)
+            else:
+                kind = DType.from_numpy(array.dtype)
+                if dtype is not None and dtype != kind.name:
+                    raise ValueError(f"dtype={dtype!r} contradicts the array's {array.dtype}")
+                stored = kind.encode_numpy(array)
+        else:
+            import torch
+
+            if not isinstance(tensor, torch.Tensor):
+                raise TypeError(f"expected a torch.Tensor or numpy array, got {type(tensor)}")
+            if dtype is not None and dtype != str(tensor.dtype).removeprefix("torch."):
+                raise ValueError(f"dtype={dtype!r} contradicts the tensor's {tensor.dtype}")
+            if tensor.layout != torch.strided:
+                raise ValueError(f"only strided tensors can be stored, got {tensor.layout}")
+            kind = DType.from_torch(tensor.dtype)
+            local = tensor.detach().to("cpu").contiguous()
+            stored = kind.encode_torch(local)
+        # Decided from the input: np.ascontiguousarray turns 0-d arrays into 1-d ones.
+        is_scalar = len(tensor.shape) == 0
+        return kind, np.ascontiguousarray(stored.reshape(1) if is_scalar else stored), is_scalar
+
+    def flush(self) -> None:
+        if self._file is not None:
+            self._file.flush()
+
+    def close(self) -> RankRecord:
+        """Close the file and return this rank's manifest entry (again on repeated calls)."""
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+            self._record = RankRecord(
+                rank=self.rank,
+                file=self.file_name,
+                coords=dict(self.coords),
+                tensors=len(self._written),
+                bytes=self._bytes,
+            )
+        assert self._record is not None
+        return self._record
+
+    @property
+    def closed(self) -> bool:
+        return self._file is None
+
+    @property
+    def record(self) -> RankRecord | None:
+        """The manifest entry once closed, else None."""
+        return self._record
+
+    def __enter__(self) -> BundleWriter:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
