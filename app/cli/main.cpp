@@ -12,6 +12,8 @@ void printUsage(std::ostream& out) {
            "\n"
            "commands:\n"
            "  validate BUNDLE...   check bundles and print a summary (exit 2 on errors)\n"
+           "  diff REF CAND        compare a candidate bundle with its reference\n"
+           "                       (exit 0 clean, 1 divergence, 2 bad input)\n"
            "\n"
            "Run 'ttrace <command> --help' for a command's options.\n";
 }
@@ -28,6 +30,9 @@ int main(int argc, char** argv) {
     const std::span<const std::string_view> rest(args.data() + 1, args.size() - 1);
     if (command == "validate") {
         return ttrace::cli::runValidate(rest);
+    }
+    if (command == "diff") {
+        return ttrace::cli::runDiff(rest);
     }
     std::cerr << "ttrace: unknown command '" << command << "'\n";
     printUsage(std::cerr);

@@ -77,12 +77,22 @@ std::optional<DType> parseDType(std::string_view name) {
     return std::nullopt;
 }
 
-std::string_view dtypeName(DType type) { return info(type).name; }
-std::size_t dtypeSize(DType type) { return info(type).size; }
-bool isFloating(DType type) { return info(type).floating; }
-double machineEpsilon(DType type) { return info(type).eps; }
+std::string_view dtypeName(DType type) {
+    return info(type).name;
+}
+std::size_t dtypeSize(DType type) {
+    return info(type).size;
+}
+bool isFloating(DType type) {
+    return info(type).floating;
+}
+double machineEpsilon(DType type) {
+    return info(type).eps;
+}
 
-double decodeHalf(std::uint16_t bits) { return decodeMiniFloat(bits, 5, 10, 15, true); }
+double decodeHalf(std::uint16_t bits) {
+    return decodeMiniFloat(bits, 5, 10, 15, true);
+}
 
 double decodeBFloat16(std::uint16_t bits) {
     return static_cast<double>(std::bit_cast<float>(static_cast<std::uint32_t>(bits) << 16U));
@@ -96,27 +106,39 @@ double decodeFloat8E4M3(std::uint8_t bits) {
     return decodeMiniFloat(bits, 4, 3, 7, false);
 }
 
-double decodeFloat8E5M2(std::uint8_t bits) { return decodeMiniFloat(bits, 5, 2, 15, true); }
+double decodeFloat8E5M2(std::uint8_t bits) {
+    return decodeMiniFloat(bits, 5, 2, 15, true);
+}
+
+namespace {
+
+// One tight loop per dtype: the switch is decided once per call, not once per element.
+template <typename Storage, typename Convert>
+void decodeLoop(std::span<const std::byte> raw, std::span<double> out, Convert convert) {
+    const std::byte* p = raw.data();
+    for (std::size_t i = 0; i < out.size(); ++i, p += sizeof(Storage)) {
+        out[i] = convert(loadLE<Storage>(p));
+    }
+}
+
+} // namespace
 
 void decodeElements(DType type, std::span<const std::byte> raw, std::span<double> out) {
-    const std::size_t size = dtypeSize(type);
-    if (raw.size() != out.size() * size) {
+    if (raw.size() != out.size() * dtypeSize(type)) {
         throw std::invalid_argument("decodeElements: byte count does not match element count");
     }
-    const std::byte* p = raw.data();
-    for (std::size_t i = 0; i < out.size(); ++i, p += size) {
-        switch (type) {
-        case DType::Float64: out[i] = loadLE<double>(p); break;
-        case DType::Float32: out[i] = static_cast<double>(loadLE<float>(p)); break;
-        case DType::Float16: out[i] = decodeHalf(loadLE<std::uint16_t>(p)); break;
-        case DType::BFloat16: out[i] = decodeBFloat16(loadLE<std::uint16_t>(p)); break;
-        case DType::Float8E4M3: out[i] = decodeFloat8E4M3(loadLE<std::uint8_t>(p)); break;
-        case DType::Float8E5M2: out[i] = decodeFloat8E5M2(loadLE<std::uint8_t>(p)); break;
-        case DType::Int64: out[i] = static_cast<double>(loadLE<std::int64_t>(p)); break;
-        case DType::Int32: out[i] = static_cast<double>(loadLE<std::int32_t>(p)); break;
-        case DType::UInt8:
-        case DType::Bool: out[i] = static_cast<double>(loadLE<std::uint8_t>(p)); break;
-        }
+    const auto cast = [](auto v) { return static_cast<double>(v); };
+    switch (type) {
+    case DType::Float64: decodeLoop<double>(raw, out, cast); break;
+    case DType::Float32: decodeLoop<float>(raw, out, cast); break;
+    case DType::Float16: decodeLoop<std::uint16_t>(raw, out, decodeHalf); break;
+    case DType::BFloat16: decodeLoop<std::uint16_t>(raw, out, decodeBFloat16); break;
+    case DType::Float8E4M3: decodeLoop<std::uint8_t>(raw, out, decodeFloat8E4M3); break;
+    case DType::Float8E5M2: decodeLoop<std::uint8_t>(raw, out, decodeFloat8E5M2); break;
+    case DType::Int64: decodeLoop<std::int64_t>(raw, out, cast); break;
+    case DType::Int32: decodeLoop<std::int32_t>(raw, out, cast); break;
+    case DType::UInt8:
+    case DType::Bool: decodeLoop<std::uint8_t>(raw, out, cast); break;
     }
 }
 

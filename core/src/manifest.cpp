@@ -191,8 +191,8 @@ std::optional<Manifest> readManifest(const std::filesystem::path& bundleDir, Dia
             continue;
         }
         if (!seen.insert(e.rank).second) {
-            out.push_back(
-                makeError("manifest-field", where, "rank " + std::to_string(e.rank) + " is listed twice"));
+            out.push_back(makeError("manifest-field", where,
+                                    "rank " + std::to_string(e.rank) + " is listed twice"));
             continue;
         }
         if (e.file.find('/') != std::string::npos || e.file.find("..") != std::string::npos) {

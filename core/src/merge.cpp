@@ -3,6 +3,7 @@
 #include "ttrace/bundle_error.h"
 
 #include <tbb/blocked_range.h>
+#include <tbb/enumerable_thread_specific.h>
 #include <tbb/parallel_for.h>
 
 #include <algorithm>
@@ -28,7 +29,9 @@ std::string multiIndex(std::int64_t flat, const Shape& shape) {
     return shapeToString(idx);
 }
 
-bool sameValue(double a, double b) { return a == b || (std::isnan(a) && std::isnan(b)); }
+bool sameValue(double a, double b) {
+    return a == b || (std::isnan(a) && std::isnan(b));
+}
 
 std::vector<double> decodeParallel(DType dtype, const std::vector<std::byte>& raw) {
     const std::size_t size = dtypeSize(dtype);
@@ -54,6 +57,25 @@ struct Conflict {
     double firstB = 0.0;
     double maxAbsDiff = 0.0;
 };
+using ConflictMap = std::map<std::pair<std::int64_t, std::int64_t>, Conflict>;
+
+void addConflict(ConflictMap& conflicts, std::int64_t ownerRank, std::int64_t rank,
+                 std::int64_t index, double a, double b) {
+    auto& c = conflicts[{ownerRank, rank}];
+    if (c.count == 0 || index < c.firstIndex) {
+        c.firstIndex = index;
+        c.firstA = a;
+        c.firstB = b;
+    }
+    ++c.count;
+    c.maxAbsDiff = std::max(c.maxAbsDiff, std::abs(a - b));
+}
+
+struct Run {
+    std::int64_t local = 0;
+    std::int64_t global = 0;
+    std::int64_t count = 0;
+};
 
 // Combines shards that are copies of one (partial) tensor: the lowest rank wins, overlaps are
 // compared (replica) or reported (copy).
@@ -75,37 +97,67 @@ GroupResult combineGroup(const std::vector<const RawShard*>& group,
     if (keepRaw) {
         g.raw.assign(n * esize, std::byte{0});
     }
-    std::map<std::pair<std::int64_t, std::int64_t>, Conflict> conflicts;
+    ConflictMap conflicts;
+    // Shards are applied one after another (lowest rank first, so it wins); the runs of one
+    // shard are disjoint, so they are applied in parallel.
     for (std::size_t s = 0; s < group.size(); ++s) {
         const RawShard& shard = *group[s];
         const std::vector<double>& vals = *decoded[s];
+        std::vector<Run> runs;
         forEachRun(shard.placement, shard.localShape,
                    [&](std::int64_t local, std::int64_t global, std::int64_t count) {
-                       for (std::int64_t k = 0; k < count; ++k) {
-                           const auto gi = static_cast<std::size_t>(global + k);
-                           const auto li = static_cast<std::size_t>(local + k);
-                           if (g.owner[gi] == kOwnerNone) {
-                               g.owner[gi] = shard.rank;
-                               g.values[gi] = vals[li];
-                               if (keepRaw) {
-                                   std::memcpy(&g.raw[gi * esize], &shard.raw[li * esize], esize);
-                               }
-                               continue;
-                           }
-                           const bool conflict =
-                               combine == Combine::Copy || !sameValue(g.values[gi], vals[li]);
-                           if (!conflict) {
-                               continue;
-                           }
-                           auto& c = conflicts[{g.owner[gi], shard.rank}];
-                           if (c.count++ == 0) {
-                               c.firstIndex = static_cast<std::int64_t>(gi);
-                               c.firstA = g.values[gi];
-                               c.firstB = vals[li];
-                           }
-                           c.maxAbsDiff = std::max(c.maxAbsDiff, std::abs(g.values[gi] - vals[li]));
-                       }
+                       runs.push_back({local, global, count});
                    });
+        tbb::enumerable_thread_specific<ConflictMap> localConflicts;
+        tbb::parallel_for(
+            tbb::blocked_range<std::size_t>(0, runs.size(), 64),
+            [&](const tbb::blocked_range<std::size_t>& range) {
+                auto& mine = localConflicts.local();
+                for (std::size_t r = range.begin(); r != range.end(); ++r) {
+                    const auto& run = runs[r];
+                    const auto g0 = static_cast<std::size_t>(run.global);
+                    const auto l0 = static_cast<std::size_t>(run.local);
+                    const auto len = static_cast<std::size_t>(run.count);
+                    auto* owner = g.owner.data() + g0;
+                    const bool untouched = std::all_of(
+                        owner, owner + len, [](std::int64_t o) { return o == kOwnerNone; });
+                    if (untouched) { // the common case: a plain block copy
+                        std::copy_n(vals.data() + l0, len, g.values.data() + g0);
+                        std::fill_n(owner, len, static_cast<std::int64_t>(shard.rank));
+                        if (keepRaw) {
+                            std::memcpy(g.raw.data() + g0 * esize, shard.raw.data() + l0 * esize,
+                                        len * esize);
+                        }
+                        continue;
+                    }
+                    for (std::size_t k = 0; k < len; ++k) {
+                        const double v = vals[l0 + k];
+                        if (owner[k] == kOwnerNone) {
+                            owner[k] = shard.rank;
+                            g.values[g0 + k] = v;
+                            if (keepRaw) {
+                                std::memcpy(&g.raw[(g0 + k) * esize], &shard.raw[(l0 + k) * esize],
+                                            esize);
+                            }
+                        } else if (combine == Combine::Copy || !sameValue(g.values[g0 + k], v)) {
+                            addConflict(mine, owner[k], shard.rank,
+                                        static_cast<std::int64_t>(g0 + k), g.values[g0 + k], v);
+                        }
+                    }
+                }
+            });
+        for (const auto& mine : localConflicts) {
+            for (const auto& [ranks, c] : mine) {
+                auto& total = conflicts[ranks];
+                if (total.count == 0 || c.firstIndex < total.firstIndex) {
+                    total.firstIndex = c.firstIndex;
+                    total.firstA = c.firstA;
+                    total.firstB = c.firstB;
+                }
+                total.count += c.count;
+                total.maxAbsDiff = std::max(total.maxAbsDiff, c.maxAbsDiff);
+            }
+        }
     }
     for (const auto& [ranks, c] : conflicts) {
         std::ostringstream msg;
@@ -118,8 +170,8 @@ GroupResult combineGroup(const std::vector<const RawShard*>& group,
         } else {
             msg << "replicas on ranks " << ranks.first << " and " << ranks.second << " disagree at "
                 << c.count << " elements (first at " << multiIndex(c.firstIndex, globalShape)
-                << ": " << c.firstA << " vs " << c.firstB << ", max abs difference "
-                << c.maxAbsDiff << ")";
+                << ": " << c.firstA << " vs " << c.firstB << ", max abs difference " << c.maxAbsDiff
+                << ")";
             findings.push_back(makeError("replica-disagree", where, msg.str()));
         }
     }
@@ -143,11 +195,11 @@ MergeResult mergeShards(const TensorId& id, std::vector<RawShard> shards) {
     for (const auto& s : shards) {
         if (s.placement.globalShape != globalShape || s.dtype != dtype ||
             s.placement.combine != combine) {
-            result.findings.push_back(makeError(
-                "shard-mismatch", where,
-                "rank " + std::to_string(s.rank) + " disagrees with rank " +
-                    std::to_string(shards.front().rank) +
-                    " on global_shape, dtype or combine; the shards cannot be merged"));
+            result.findings.push_back(
+                makeError("shard-mismatch", where,
+                          "rank " + std::to_string(s.rank) + " disagrees with rank " +
+                              std::to_string(shards.front().rank) +
+                              " on global_shape, dtype or combine; the shards cannot be merged"));
             return result;
         }
         if (auto problem = checkPlacement(s.placement, s.localShape)) {
@@ -155,7 +207,8 @@ MergeResult mergeShards(const TensorId& id, std::vector<RawShard> shards) {
                 "placement-outside", where, "rank " + std::to_string(s.rank) + ": " + *problem));
             return result;
         }
-        if (s.raw.size() != static_cast<std::size_t>(elementCount(s.localShape)) * dtypeSize(dtype)) {
+        if (s.raw.size() !=
+            static_cast<std::size_t>(elementCount(s.localShape)) * dtypeSize(dtype)) {
             result.findings.push_back(makeError("short-data", where,
                                                 "rank " + std::to_string(s.rank) +
                                                     ": data size does not match its shape"));
@@ -177,7 +230,8 @@ MergeResult mergeShards(const TensorId& id, std::vector<RawShard> shards) {
     full.dtype = dtype;
     full.shape = globalShape;
     full.values.assign(n, 0.0);
-    std::vector<bool> covered(n, false);
+    // uint8_t, not vector<bool>: parallel writes to neighbouring elements must not race.
+    std::vector<std::uint8_t> covered(n, 0);
     const bool keepRaw = combine != Combine::Sum;
     for (const auto& [partial, members] : groups) {
         std::vector<const RawShard*> group;
@@ -187,39 +241,48 @@ MergeResult mergeShards(const TensorId& id, std::vector<RawShard> shards) {
             values.push_back(&decoded[i]);
         }
         const Combine groupMode = combine == Combine::Sum ? Combine::Replica : combine;
-        auto g = combineGroup(group, values, globalShape, groupMode, where, keepRaw, result.findings);
-        for (std::size_t i = 0; i < n; ++i) {
-            if (g.owner[i] == kOwnerNone) {
-                continue;
-            }
-            // Assign the first contribution instead of adding it to 0.0, which would turn a
-            // stored -0.0 into +0.0 and break bit-exact rebuilding.
-            full.values[i] = covered[i] ? full.values[i] + g.values[i] : g.values[i];
-            covered[i] = true;
-        }
+        auto g =
+            combineGroup(group, values, globalShape, groupMode, where, keepRaw, result.findings);
+        tbb::parallel_for(tbb::blocked_range<std::size_t>(0, n, 1 << 14),
+                          [&](const tbb::blocked_range<std::size_t>& r) {
+                              for (std::size_t i = r.begin(); i != r.end(); ++i) {
+                                  if (g.owner[i] == kOwnerNone) {
+                                      continue;
+                                  }
+                                  // Assign the first contribution instead of adding it to 0.0,
+                                  // which would turn a stored -0.0 into +0.0 and break
+                                  // bit-exact rebuilding.
+                                  full.values[i] =
+                                      covered[i] ? full.values[i] + g.values[i] : g.values[i];
+                                  covered[i] = 1;
+                              }
+                          });
         if (keepRaw) {
             full.rawBits = std::move(g.raw);
         }
     }
-    const auto holes = static_cast<std::int64_t>(std::count(covered.begin(), covered.end(), false));
+    const auto holes = static_cast<std::int64_t>(std::count(covered.begin(), covered.end(), 0));
     if (holes > 0) {
-        const auto first = std::distance(covered.begin(), std::find(covered.begin(), covered.end(), false));
+        const auto first =
+            std::distance(covered.begin(), std::find(covered.begin(), covered.end(), 0));
         result.findings.push_back(makeError(
             "hole", where,
             "hole: " + std::to_string(holes) + " of " + std::to_string(n) +
                 " elements are covered by no shard (first uncovered index " +
-                multiIndex(first, globalShape) + "; ranks present: " + [&] {
+                multiIndex(first, globalShape) + "; ranks present: " +
+                [&] {
                     std::string r;
                     for (const auto& s : shards) {
                         r += (r.empty() ? "" : ", ") + std::to_string(s.rank);
                     }
                     return r;
-                }() + ")"));
+                }() +
+                ")"));
         return result;
     }
     for (std::size_t i = 0; i < shards.size(); ++i) {
-        full.shards.push_back({shards[i].rank, shards[i].placement, shards[i].localShape,
-                               std::move(decoded[i])});
+        full.shards.push_back(
+            {shards[i].rank, shards[i].placement, shards[i].localShape, std::move(decoded[i])});
     }
     result.tensor = std::move(full);
     return result;
@@ -229,14 +292,15 @@ MergeResult mergeTensor(const Bundle& bundle, const TensorId& id) {
     const auto* refs = bundle.shards(id);
     if (!refs) {
         MergeResult missing;
-        missing.findings.push_back(makeError("no-shards", "tensor " + id.path(),
-                                             "the bundle holds no such tensor"));
+        missing.findings.push_back(
+            makeError("no-shards", "tensor " + id.path(), "the bundle holds no such tensor"));
         return missing;
     }
     std::vector<RawShard> shards;
     for (const auto& ref : *refs) {
         try {
-            shards.push_back({ref.rank, ref.dtype, ref.localShape, ref.placement, bundle.readShard(ref)});
+            shards.push_back(
+                {ref.rank, ref.dtype, ref.localShape, ref.placement, bundle.readShard(ref)});
         } catch (const BundleError& e) {
             MergeResult failed;
             failed.findings.push_back(makeError("read-failed", "tensor " + id.path(), e.what()));

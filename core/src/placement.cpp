@@ -82,8 +82,7 @@ std::optional<std::string> checkPlacement(const Placement& placement, const Shap
             if (r.localOffset + r.length > localN) {
                 return "flat range [" + std::to_string(r.localOffset) + ", " +
                        std::to_string(r.localOffset + r.length) +
-                       ") lies outside the local tensor of " + std::to_string(localN) +
-                       " elements";
+                       ") lies outside the local tensor of " + std::to_string(localN) + " elements";
             }
             if (r.globalOffset + r.length > globalN) {
                 return "flat range [" + std::to_string(r.globalOffset) + ", " +
@@ -114,8 +113,8 @@ std::optional<std::string> checkPlacement(const Placement& placement, const Shap
             if (s.localStart + s.length > localShape[d]) {
                 return "box " + std::to_string(b) + " dim " + std::to_string(d) + " [" +
                        std::to_string(s.localStart) + ", " +
-                       std::to_string(s.localStart + s.length) +
-                       ") lies outside the local shape " + shapeToString(localShape);
+                       std::to_string(s.localStart + s.length) + ") lies outside the local shape " +
+                       shapeToString(localShape);
             }
             if (s.globalStart + s.length > placement.globalShape[d]) {
                 return "box " + std::to_string(b) + " dim " + std::to_string(d) + " [" +

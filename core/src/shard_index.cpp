@@ -76,25 +76,31 @@ std::optional<Placement> readPlacement(hid_t dataset, const Shape& localShape, b
             error = "attribute 'boxes' is missing or not an integer array";
             return std::nullopt;
         }
-        const std::int64_t width = boxes->dims.size() == 2 ? boxes->dims[1]
-                                                           : static_cast<std::int64_t>(boxes->values.size());
-        if (width != 3 * ndim || (ndim > 0 && boxes->values.size() % static_cast<std::size_t>(width) != 0)) {
+        const std::int64_t width = boxes->dims.size() == 2
+                                       ? boxes->dims[1]
+                                       : static_cast<std::int64_t>(boxes->values.size());
+        if (width != 3 * ndim ||
+            (ndim > 0 && boxes->values.size() % static_cast<std::size_t>(width) != 0)) {
             error = "attribute 'boxes' must have shape [nbox, " + std::to_string(3 * ndim) + "]";
             return std::nullopt;
         }
-        const std::size_t nbox = ndim == 0 ? 1 : boxes->values.size() / static_cast<std::size_t>(width);
+        const std::size_t nbox =
+            ndim == 0 ? 1 : boxes->values.size() / static_cast<std::size_t>(width);
         for (std::size_t b = 0; b < nbox; ++b) {
             Box box;
             for (std::int64_t d = 0; d < ndim; ++d) {
-                const std::size_t base = b * static_cast<std::size_t>(width) + static_cast<std::size_t>(3 * d);
-                box.dims.push_back({boxes->values[base], boxes->values[base + 1], boxes->values[base + 2]});
+                const std::size_t base =
+                    b * static_cast<std::size_t>(width) + static_cast<std::size_t>(3 * d);
+                box.dims.push_back(
+                    {boxes->values[base], boxes->values[base + 1], boxes->values[base + 2]});
             }
             p.boxes.push_back(std::move(box));
         }
     } else if (*kind == "flat") {
         p.kind = PlacementKind::Flat;
         const auto ranges = h5::readIntArrayAttr(dataset, "flat_ranges");
-        if (!ranges || ranges->values.size() % 3 != 0 || (ranges->dims.size() == 2 && ranges->dims[1] != 3)) {
+        if (!ranges || ranges->values.size() % 3 != 0 ||
+            (ranges->dims.size() == 2 && ranges->dims[1] != 3)) {
             error = "attribute 'flat_ranges' is missing or not shaped [n, 3]";
             return std::nullopt;
         }

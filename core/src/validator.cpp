@@ -30,9 +30,8 @@ ValidationReport validateBundle(const std::filesystem::path& dir, const Validate
                                 const ProgressFn& progress) {
     ValidationReport report;
     // Indexing is the first 20% of the work, merging the rest.
-    auto opened = openBundle(dir, [&](double f, std::string_view what) {
-        return !progress || progress(0.2 * f, what);
-    });
+    auto opened = openBundle(
+        dir, [&](double f, std::string_view what) { return !progress || progress(0.2 * f, what); });
     report.diagnostics = std::move(opened.diagnostics);
     if (opened.cancelled) {
         report.cancelled = true;

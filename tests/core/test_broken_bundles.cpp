@@ -58,9 +58,8 @@ private slots:
     void cancellationStopsValidation() {
         const QString dir = qEnvironmentVariable("TTRACE_FIXTURES_DIR") + "/roundtrip";
         int calls = 0;
-        const auto report = validateBundle(dir.toStdString(), {}, [&](double, std::string_view) {
-            return ++calls < 3;
-        });
+        const auto report = validateBundle(dir.toStdString(), {},
+                                           [&](double, std::string_view) { return ++calls < 3; });
         QVERIFY(report.cancelled);
         QVERIFY(!report.ok());
     }

@@ -36,7 +36,7 @@ private slots:
         QVERIFY(std::isnan(decodeBFloat16(0x7FC0)));
     }
     void float8e4m3() {
-        QCOMPARE(decodeFloat8E4M3(0x38), 1.0);  // 0.0111.000: 2^(7-7)
+        QCOMPARE(decodeFloat8E4M3(0x38), 1.0);   // 0.0111.000: 2^(7-7)
         QCOMPARE(decodeFloat8E4M3(0x7E), 448.0); // max finite
         QCOMPARE(decodeFloat8E4M3(0xFE), -448.0);
         QCOMPARE(decodeFloat8E4M3(0x01), std::ldexp(1.0, -9)); // smallest subnormal

@@ -82,10 +82,12 @@ private slots:
     }
     void replicasThatDisagreeNameBothRanks() {
         const Shape g{2, 2};
-        std::vector<RawShard> shards{f32Shard(0, {2, 2}, rowsOf(0, 2, g, Combine::Replica), {1, 2, 3, 4}),
-                                     f32Shard(2, {2, 2}, rowsOf(0, 2, g, Combine::Replica), {1, 2, 3, 5})};
+        std::vector<RawShard> shards{
+            f32Shard(0, {2, 2}, rowsOf(0, 2, g, Combine::Replica), {1, 2, 3, 4}),
+            f32Shard(2, {2, 2}, rowsOf(0, 2, g, Combine::Replica), {1, 2, 3, 5})};
         const auto r = mergeShards(kId, shards);
-        QVERIFY2(hasFinding(r, "replica-disagree", "ranks 0 and 2 disagree at 1 elements"), dump(r).c_str());
+        QVERIFY2(hasFinding(r, "replica-disagree", "ranks 0 and 2 disagree at 1 elements"),
+                 dump(r).c_str());
         QVERIFY2(hasFinding(r, "replica-disagree", "[1, 1]"), dump(r).c_str());
         QVERIFY(r.tensor); // the lowest rank's value is still shown
         QCOMPARE(r.tensor->values.back(), 4.0);
@@ -105,8 +107,9 @@ private slots:
         QVERIFY2(hasFinding(r, "hole", "[1, 0]"), dump(r).c_str());
     }
     void mismatchedShardsAreRefused() {
-        std::vector<RawShard> shards{f32Shard(0, {1, 2}, rowsOf(0, 1, {2, 2}), {1, 2}),
-                                     f32Shard(1, {1, 2}, rowsOf(1, 1, {2, 2}, Combine::Replica), {3, 4})};
+        std::vector<RawShard> shards{
+            f32Shard(0, {1, 2}, rowsOf(0, 1, {2, 2}), {1, 2}),
+            f32Shard(1, {1, 2}, rowsOf(1, 1, {2, 2}, Combine::Replica), {3, 4})};
         const auto r = mergeShards(kId, shards);
         QVERIFY(!r.tensor);
         QVERIFY(hasFinding(r, "shard-mismatch", "rank 1"));

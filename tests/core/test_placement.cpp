@@ -12,7 +12,8 @@ using Run = std::tuple<std::int64_t, std::int64_t, std::int64_t>;
 namespace {
 std::vector<Run> runs(const Placement& p, const Shape& local) {
     std::vector<Run> out;
-    forEachRun(p, local, [&](std::int64_t l, std::int64_t g, std::int64_t n) { out.emplace_back(l, g, n); });
+    forEachRun(p, local,
+               [&](std::int64_t l, std::int64_t g, std::int64_t n) { out.emplace_back(l, g, n); });
     return out;
 }
 } // namespace
@@ -22,21 +23,29 @@ class TestPlacement : public QObject {
 private slots:
     void columnSplitOfMatrix() {
         // global [2, 4], this shard holds columns 2..3 as a [2, 2] tensor
-        Placement p{{2, 4}, PlacementKind::Boxes, {Box{{{0, 0, 2}, {0, 2, 2}}}}, {}, Combine::Copy, 0, false};
+        Placement p{{2, 4}, PlacementKind::Boxes, {Box{{{0, 0, 2}, {0, 2, 2}}}},
+                    {},     Combine::Copy,        0,
+                    false};
         QVERIFY(!checkPlacement(p, {2, 2}));
         const std::vector<Run> expected{{0, 2, 2}, {2, 6, 2}};
         QCOMPARE(runs(p, {2, 2}), expected);
     }
     void contextParallelTwoChunks() {
         // seq 8 split over cp=2 into 4 chunks of 2; rank 0 holds chunks 0 and 3.
-        Placement p{{8, 3}, PlacementKind::Boxes,
-                    {Box{{{0, 0, 2}, {0, 0, 3}}}, Box{{{2, 6, 2}, {0, 0, 3}}}}, {}, Combine::Copy, 0, false};
+        Placement p{{8, 3},
+                    PlacementKind::Boxes,
+                    {Box{{{0, 0, 2}, {0, 0, 3}}}, Box{{{2, 6, 2}, {0, 0, 3}}}},
+                    {},
+                    Combine::Copy,
+                    0,
+                    false};
         QVERIFY(!checkPlacement(p, {4, 3}));
         const std::vector<Run> expected{{0, 0, 3}, {3, 3, 3}, {6, 18, 3}, {9, 21, 3}};
         QCOMPARE(runs(p, {4, 3}), expected);
     }
     void flatRanges() {
-        Placement p{{4, 4}, PlacementKind::Flat, {}, {{0, 5, 3}, {3, 12, 4}}, Combine::Copy, 0, false};
+        Placement p{{4, 4}, PlacementKind::Flat, {}, {{0, 5, 3}, {3, 12, 4}}, Combine::Copy, 0,
+                    false};
         QVERIFY(!checkPlacement(p, {7}));
         const std::vector<Run> expected{{0, 5, 3}, {3, 12, 4}};
         QCOMPARE(runs(p, {7}), expected);
@@ -56,7 +65,9 @@ private slots:
         QVERIFY(checkPlacement(p, {3}).has_value());
     }
     void rankMismatch() {
-        Placement p{{2, 2}, PlacementKind::Boxes, {Box{{{0, 0, 2}, {0, 0, 2}}}}, {}, Combine::Copy, 0, false};
+        Placement p{{2, 2}, PlacementKind::Boxes, {Box{{{0, 0, 2}, {0, 0, 2}}}},
+                    {},     Combine::Copy,        0,
+                    false};
         QVERIFY(checkPlacement(p, {4}).has_value());
     }
 };

@@ -18,7 +18,8 @@ namespace {
 constexpr hid_t kStoredType = -1; // readExpected: use the dataset's own native type
 
 // Reads a whole dataset of the expected file into `out` with the given memory type.
-bool readExpected(hid_t file, const std::string& path, hid_t memType, void* out, std::size_t bytes) {
+bool readExpected(hid_t file, const std::string& path, hid_t memType, void* out,
+                  std::size_t bytes) {
     if (H5Lexists(file, path.c_str(), H5P_DEFAULT) <= 0) {
         return false;
     }
@@ -50,7 +51,8 @@ private slots:
             QFAIL(d.toString().c_str());
         }
         H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
-        const hid_t expected = H5Fopen((root + "/roundtrip-expected.h5").c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+        const hid_t expected =
+            H5Fopen((root + "/roundtrip-expected.h5").c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
         QVERIFY(expected >= 0);
         std::set<std::string> dtypes;
         std::set<std::string> layouts;
@@ -63,8 +65,9 @@ private slots:
             QVERIFY(merged.tensor);
             const auto& t = *merged.tensor;
             std::vector<double> want(t.values.size());
-            QVERIFY2(readExpected(expected, id.path(), H5T_NATIVE_DOUBLE, want.data(), want.size() * 8),
-                     id.path().c_str());
+            QVERIFY2(
+                readExpected(expected, id.path(), H5T_NATIVE_DOUBLE, want.data(), want.size() * 8),
+                id.path().c_str());
             for (std::size_t i = 0; i < want.size(); ++i) {
                 const bool same = (std::isnan(want[i]) && std::isnan(t.values[i])) ||
                                   std::memcmp(&want[i], &t.values[i], sizeof(double)) == 0;
@@ -79,7 +82,8 @@ private slots:
             if (!t.rawBits.empty()) {
                 // Read the expected bits in their stored type, without any HDF5 conversion.
                 std::vector<std::byte> bits(t.rawBits.size());
-                if (readExpected(expected, id.path() + "__bits", kStoredType, bits.data(), bits.size())) {
+                if (readExpected(expected, id.path() + "__bits", kStoredType, bits.data(),
+                                 bits.size())) {
                     QVERIFY2(bits == t.rawBits, (id.path() + ": raw bits differ").c_str());
                     ++bitChecks;
                 }
@@ -97,7 +101,8 @@ private slots:
         }
         H5Fclose(expected);
         QCOMPARE(dtypes.size(), std::size_t{10});
-        for (const char* layout : {"copy", "sum", "replica", "flat", "boxes", "multi-box", "scalar"}) {
+        for (const char* layout :
+             {"copy", "sum", "replica", "flat", "boxes", "multi-box", "scalar"}) {
             QVERIFY2(layouts.contains(layout), layout);
         }
         QVERIFY(bitChecks >= 10);

@@ -10,7 +10,18 @@
 
 namespace ttrace {
 
-enum class DType { Float64, Float32, Float16, BFloat16, Float8E4M3, Float8E5M2, Int64, Int32, UInt8, Bool };
+enum class DType {
+    Float64,
+    Float32,
+    Float16,
+    BFloat16,
+    Float8E4M3,
+    Float8E5M2,
+    Int64,
+    Int32,
+    UInt8,
+    Bool
+};
 
 std::optional<DType> parseDType(std::string_view name);
 std::string_view dtypeName(DType type);

@@ -6,7 +6,9 @@
 #include "ttrace/tensor_id.h"
 
 #include <optional>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace ttrace {
@@ -18,11 +20,11 @@ struct ToleranceOverride {
 };
 
 struct ToleranceSettings {
-    double k = 4.0;              // analytic constant
-    double c = 1.03;             // per-layer growth
-    double safetyFactor = 0.0;   // empirical multiplier; 0 = documented default
-    double floor = 0.0;          // never tolerate less than this (0 = none)
-    std::optional<double> global; // --tolerance VALUE: replaces derived tolerances
+    double k = 4.0;                           // analytic constant
+    double c = 1.03;                          // per-layer growth
+    double safetyFactor = 0.0;                // empirical multiplier; 0 = documented default
+    double floor = 0.0;                       // never tolerate less than this (0 = none)
+    std::optional<double> global;             // --tolerance VALUE: replaces derived tolerances
     std::vector<ToleranceOverride> overrides; // later entries win
 };
 
@@ -35,6 +37,73 @@ struct Tolerance {
     int depth = 0;                   // the d used
     double eps = 0.0;                // eps of the accumulating dtype
     std::string source;              // "analytic", "empirical", "override", "exact"
+    int perturbedSamples = 0;        // perturbed variants the floor was measured on
+    double carriedMean = 0.0;        // part of floorMean carried over from the previous step
 };
+
+// Constants of docs/tolerance.md (each is justified there).
+inline constexpr double kDefaultSafetyFactor = 4.0; // empirical multiplier
+inline constexpr double kSpreadSigmas = 2.0;        // floor = mean + kSpreadSigmas * std
+inline constexpr double kMinEpsMultiple = 2.0;      // empirical never below this many eps
+
+// Machine epsilon of the dtype that *accumulates* under a manifest precision recipe: fp32 ->
+// float32, bf16 and bf16-autocast -> bfloat16, fp16 -> float16, fp8 -> bfloat16 (FP8 recipes
+// accumulate in BF16 or wider; the paper uses the BF16 eps). An empty or unknown recipe falls
+// back to the eps of `storage` (float32 for non-floating types).
+double accumulationEpsilon(std::string_view precision, DType storage);
+
+// Number of layers round-off has passed through: the module depth for forward activations;
+// (maxDepth - depth + 1) from the loss for gradients and for everything the optimizer derives
+// from gradients (parameters, optimizer state).
+int roundoffDepth(TensorKind kind, int moduleDepth, int maxDepth);
+
+// k * C^depth * eps.
+double analyticTolerance(double k, double c, int depth, double eps);
+
+// Noise floor from the relative errors of the perturbed reference variants vs nominal.
+struct NoiseFloor {
+    double mean = 0.0;
+    double spread = 0.0; // sample standard deviation (0 with a single sample)
+    int samples = 0;
+};
+NoiseFloor noiseFloor(std::span<const double> perturbedErrors);
+
+// Training state (parameters, optimizer state) carries round-off from one step to the next,
+// but a perturbed variant may re-run each step from the nominal state and then measures only
+// the step's own round-off. So the floor of a state tensor also includes the effective floor
+// of the same state after the previous step: `parameter` at step i *is* `param_after_step` of
+// step i-1 (max of the two floors); `param_after_step` and `optimizer_state` add the previous
+// step's floor in quadrature (independent errors). Other kinds are returned unchanged.
+NoiseFloor carryFloor(TensorKind kind, const NoiseFloor& own, const NoiseFloor& carried);
+// The state tensor whose previous-step floor `kind` inherits: param_after_step for parameter
+// and param_after_step, optimizer_state for optimizer_state; nothing for other kinds.
+std::optional<TensorKind> carriedStateKind(TensorKind kind);
+
+// max(safety * (mean + kSpreadSigmas * spread), kMinEpsMultiple * eps).
+double empiricalTolerance(double safetyFactor, const NoiseFloor& floor, double eps);
+
+// Everything the tolerance of one tensor depends on.
+struct ToleranceInput {
+    std::string module;
+    TensorKind kind = TensorKind::ForwardOutput;
+    DType dtype = DType::Float32;
+    int moduleDepth = 0;
+    int maxDepth = 0;
+    std::string precision;             // manifest recipe of the reference
+    std::optional<NoiseFloor> floor;   // absent without perturbed variants
+    std::optional<NoiseFloor> carried; // previous step's effective floor of this state
+};
+
+// The combining rule: exact for integer tensors; else the user override (last matching) or the
+// global --tolerance; else empirical when a floor exists, analytic otherwise; then the user
+// floor. Fills every diagnostic field of Tolerance so front ends can explain the number.
+Tolerance deriveTolerance(const ToleranceSettings& settings, const ToleranceInput& input);
+
+// Shell-style glob: `*` any run (also across dots), `?` one character.
+bool globMatch(std::string_view pattern, std::string_view text);
+
+// Parses "PATTERN[:KIND]=VALUE" (e.g. "layers.*.mlp:param_grad=1e-3"). On failure returns
+// nothing and says why in `error`.
+std::optional<ToleranceOverride> parseToleranceOverride(std::string_view spec, std::string& error);
 
 } // namespace ttrace

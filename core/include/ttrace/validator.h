@@ -33,7 +33,8 @@ struct ValidateOptions {
     bool checkCoverage = true; // merge every tensor: holes, overlaps, replica agreement
 };
 
-ValidationReport validateBundle(const std::filesystem::path& dir, const ValidateOptions& options = {},
+ValidationReport validateBundle(const std::filesystem::path& dir,
+                                const ValidateOptions& options = {},
                                 const ProgressFn& progress = {});
 
 std::string formatSummary(const std::filesystem::path& dir, const ValidationSummary& summary);

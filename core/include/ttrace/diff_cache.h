@@ -1,0 +1,36 @@
+#pragma once
+// Summary cache of diffs, so opening the same pair of bundles again is instant. The key covers
+// the name, size and modification time of both bundles' manifest and rank files, the diff
+// options and the engine version: any change to a file or an option misses the cache.
+#include "ttrace/diff_engine.h"
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ttrace {
+
+// Bumped whenever the engine computes anything differently, so old entries are never reused.
+inline constexpr int kDiffCacheVersion = 1;
+
+[[nodiscard]] std::string diffCacheKey(const std::filesystem::path& reference,
+                                       const std::filesystem::path& candidate,
+                                       const DiffOptions& options);
+
+// Places searched, in order: <candidate>/.ttrace-cache, then $XDG_CACHE_HOME/ttrace (or
+// ~/.cache/ttrace) for read-only bundles.
+[[nodiscard]] std::vector<std::filesystem::path>
+diffCacheDirs(const std::filesystem::path& candidate);
+[[nodiscard]] std::filesystem::path diffCacheFile(const std::filesystem::path& dir,
+                                                  const std::string& key);
+
+// The cached result for `key`, if any entry matches it exactly.
+std::optional<DiffResult> loadCachedDiff(const std::filesystem::path& candidate,
+                                         const std::string& key);
+// Stores a result in the first writable cache dir; returns the file, or empty on failure
+// (a cache that cannot be written is not an error).
+std::filesystem::path storeCachedDiff(const std::filesystem::path& candidate,
+                                      const std::string& key, const DiffResult& result);
+
+} // namespace ttrace

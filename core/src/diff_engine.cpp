@@ -1,0 +1,220 @@
+#include "ttrace/diff_engine.h"
+
+#include "tensor_comparison.h"
+#include "ttrace/diff_cache.h"
+#include "ttrace/verdict.h"
+
+#include <tbb/parallel_for.h>
+#include <tbb/parallel_pipeline.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+namespace ttrace {
+namespace {
+
+// Tensors compared at once. Each holds two merged tensors (with their decoded shards) and one
+// perturbed variant, so memory stays at a few full tensors; the work inside each comparison
+// (decode, merge, metrics) is itself parallel, so a small number keeps every core busy.
+constexpr std::size_t kTensorsInFlight = 4;
+
+bool selected(const TensorId& id, const DiffOptions& options) {
+    return id.variant == "nominal" && (!options.iteration || id.iteration == *options.iteration) &&
+           (!options.microBatch || id.microBatch == *options.microBatch);
+}
+
+std::vector<TensorId> tensorsToCompare(const Bundle& reference, const Bundle& candidate,
+                                       const DiffOptions& options) {
+    std::set<TensorId> ids;
+    for (const auto* bundle : {&reference, &candidate}) {
+        for (const auto& [id, shards] : bundle->tensors()) {
+            if (selected(id, options)) {
+                ids.insert(id);
+            }
+        }
+    }
+    return {ids.begin(), ids.end()};
+}
+
+void replayCached(const DiffResult& cached, const ProgressFn& progress,
+                  const TensorResultFn& onTensor) {
+    for (const auto& t : cached.tensors) {
+        if (onTensor) {
+            onTensor(t);
+        }
+    }
+    if (progress) {
+        progress(1.0, "cached");
+    }
+}
+
+// Compares ids[begin, end) with at most kTensorsInFlight tensors alive at once.
+void compareRange(const ComparisonContext& ctx, const std::vector<TensorId>& ids, std::size_t begin,
+                  std::size_t end, std::vector<TensorResult>& out, ProgressTracker& tracker,
+                  const TensorResultFn& onTensor) {
+    std::size_t next = begin;
+    tbb::parallel_pipeline(
+        kTensorsInFlight,
+        tbb::make_filter<void, std::size_t>(tbb::filter_mode::serial_in_order,
+                                            [&](tbb::flow_control& fc) -> std::size_t {
+                                                if (next == end || tracker.cancelled()) {
+                                                    fc.stop();
+                                                    return 0;
+                                                }
+                                                return next++;
+                                            }) &
+            tbb::make_filter<std::size_t, std::size_t>(tbb::filter_mode::parallel,
+                                                       [&](std::size_t i) {
+                                                           out[i] = compareTensor(ctx, ids[i]);
+                                                           return i;
+                                                       }) &
+            // Serial: front ends' callbacks need not be thread-safe.
+            tbb::make_filter<std::size_t, void>(tbb::filter_mode::serial_out_of_order,
+                                                [&](std::size_t i) {
+                                                    if (onTensor) {
+                                                        onTensor(out[i]);
+                                                    }
+                                                    tracker.advance(ids[i].module);
+                                                }));
+}
+
+// A diff of iteration N alone still needs the floors the training state carried into it, so
+// the reference's state tensors of the earlier iterations are measured (floors only).
+void carryStateFloorsUpTo(ComparisonContext& ctx, std::int64_t iteration) {
+    std::map<std::int64_t, std::vector<TensorId>> earlier;
+    for (const auto& [id, shards] : ctx.reference.tensors()) {
+        if (id.variant == "nominal" && id.iteration < iteration &&
+            (id.kind == TensorKind::ParamAfterStep || id.kind == TensorKind::OptimizerState)) {
+            earlier[id.iteration].push_back(id);
+        }
+    }
+    for (const auto& [it, stateIds] : earlier) {
+        std::vector<std::optional<NoiseFloor>> floors(stateIds.size());
+        tbb::parallel_for(std::size_t{0}, stateIds.size(),
+                          [&](std::size_t i) { floors[i] = stateFloor(ctx, stateIds[i]); });
+        for (std::size_t i = 0; i < stateIds.size(); ++i) {
+            if (floors[i]) {
+                recordStateFloor(stateIds[i], *floors[i], ctx.carried);
+            }
+        }
+    }
+}
+
+} // namespace
+
+DiffResult diffBundles(const Bundle& reference, const Bundle& candidate, const DiffOptions& options,
+                       const ProgressFn& progress, const TensorResultFn& onTensor) {
+    std::string cacheKey;
+    if (options.useCache) {
+        cacheKey = diffCacheKey(reference.dir(), candidate.dir(), options);
+        if (auto cached = loadCachedDiff(candidate.dir(), cacheKey)) {
+            replayCached(*cached, progress, onTensor);
+            return std::move(*cached);
+        }
+    }
+    DiffResult result;
+    auto& s = result.summary;
+    s.referenceDir = reference.dir().string();
+    s.candidateDir = candidate.dir().string();
+    s.precision = reference.manifest().precision;
+    s.referenceRanks = reference.manifest().worldSize;
+    s.candidateRanks = candidate.manifest().worldSize;
+
+    ComparisonContext ctx{reference, candidate, options.tolerance, {}, 0, {}};
+    for (const auto& v : reference.manifest().variants) {
+        if (v != "nominal") {
+            ctx.perturbedVariants.push_back(v);
+        }
+    }
+    s.perturbedVariants = ctx.perturbedVariants.size();
+    for (const auto& m : reference.manifest().modules) {
+        ctx.maxDepth = std::max(ctx.maxDepth, m.depth);
+    }
+
+    const auto ids = tensorsToCompare(reference, candidate, options);
+    result.tensors.resize(ids.size());
+    ProgressTracker tracker(progress, ids.size());
+    if (!ids.empty()) {
+        carryStateFloorsUpTo(ctx, ids.front().iteration);
+    }
+    // Iterations in order (ids sort by iteration first): each one's state tensors inherit the
+    // previous one's effective floors.
+    for (std::size_t begin = 0; begin < ids.size() && !tracker.cancelled();) {
+        std::size_t end = begin;
+        while (end < ids.size() && ids[end].iteration == ids[begin].iteration) {
+            ++end;
+        }
+        compareRange(ctx, ids, begin, end, result.tensors, tracker, onTensor);
+        for (std::size_t i = begin; i < end; ++i) {
+            const auto& tol = result.tensors[i].tolerance;
+            if (tol.perturbedSamples > 0) {
+                recordStateFloor(ids[i], {tol.floorMean, tol.floorSpread, tol.perturbedSamples},
+                                 ctx.carried);
+            }
+        }
+        begin = end;
+    }
+    if (tracker.cancelled()) {
+        result.cancelled = true;
+        return result;
+    }
+    assembleVerdicts(result, reference.manifest().modules);
+    if (options.useCache) {
+        storeCachedDiff(candidate.dir(), cacheKey, result);
+    }
+    return result;
+}
+
+DiffResult diffBundleDirs(const std::filesystem::path& reference,
+                          const std::filesystem::path& candidate, const DiffOptions& options,
+                          const ProgressFn& progress, const TensorResultFn& onTensor) {
+    // The cache is checked before opening: indexing every rank file is most of the cost of a
+    // small diff, and a hit must be instant.
+    if (options.useCache) {
+        if (auto cached = loadCachedDiff(candidate, diffCacheKey(reference, candidate, options))) {
+            replayCached(*cached, progress, onTensor);
+            return std::move(*cached);
+        }
+    }
+    DiffResult result;
+    result.summary.referenceDir = reference.string();
+    result.summary.candidateDir = candidate.string();
+    // Opening takes the first 10% of the progress bar for each bundle.
+    auto scaled = [&](double offset) {
+        return [&progress, offset](double f, std::string_view what) {
+            return !progress || progress(offset + 0.1 * f, what);
+        };
+    };
+    auto ref = openBundle(reference, scaled(0.0));
+    auto cand = ref.cancelled ? BundleOpenResult{} : openBundle(candidate, scaled(0.1));
+    for (auto* opened : {&ref, &cand}) {
+        const std::string side = opened == &ref ? "reference" : "candidate";
+        for (auto& d : opened->diagnostics) {
+            d.location = side + " " + d.location;
+            result.diagnostics.push_back(std::move(d));
+        }
+    }
+    if (ref.cancelled || cand.cancelled) {
+        result.cancelled = true;
+        return result;
+    }
+    if (!ref.bundle || !cand.bundle) {
+        result.summary.clean = false;
+        return result;
+    }
+    // Bundles with errors are still diffed (tensors that cannot be merged come out invalid),
+    // but such a result is not cached: the problem should be seen again next time.
+    DiffOptions inner = options;
+    inner.useCache = options.useCache && !hasErrors(result.diagnostics);
+    auto diff = diffBundles(
+        *ref.bundle, *cand.bundle, inner,
+        [&](double f, std::string_view what) { return !progress || progress(0.2 + 0.8 * f, what); },
+        onTensor);
+    diff.diagnostics.insert(diff.diagnostics.begin(), result.diagnostics.begin(),
+                            result.diagnostics.end());
+    diff.summary.clean = diff.summary.clean && !hasErrors(diff.diagnostics);
+    return diff;
+}
+
+} // namespace ttrace

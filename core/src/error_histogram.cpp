@@ -1,0 +1,85 @@
+#include "ttrace/metrics.h"
+
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_reduce.h>
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+namespace ttrace {
+namespace {
+
+// Decades from 1e-6 to 1e6 tolerance units: below 1e-6 an element is indistinguishable from
+// exact for any purpose; above 1e6 it is simply "huge".
+constexpr int kMinDecade = -6;
+constexpr int kMaxDecade = 6;
+constexpr std::size_t kBins = kMaxDecade - kMinDecade;
+constexpr std::size_t kBlock = 1 << 14;
+
+ErrorHistogram emptyHistogram() {
+    ErrorHistogram h;
+    for (int e = kMinDecade; e <= kMaxDecade; ++e) {
+        h.edges.push_back(std::pow(10.0, e));
+    }
+    h.counts.assign(kBins, 0);
+    return h;
+}
+
+void addHistograms(ErrorHistogram& a, const ErrorHistogram& b) {
+    for (std::size_t i = 0; i < a.counts.size(); ++i) {
+        a.counts[i] += b.counts[i];
+    }
+    a.exactZero += b.exactZero;
+    a.nonFinite += b.nonFinite;
+}
+
+} // namespace
+
+ErrorHistogram computeErrorHistogram(const FullTensor& reference, const FullTensor& candidate,
+                                     double tolerance) {
+    const auto& r = reference.values;
+    const auto& c = candidate.values;
+    if (r.size() != c.size()) {
+        throw std::invalid_argument("computeErrorHistogram: shapes differ");
+    }
+    double sumSq = 0.0;
+    for (const double v : r) {
+        sumSq += std::isfinite(v) ? v * v : 0.0;
+    }
+    const double rms = r.empty() ? 0.0 : std::sqrt(sumSq / static_cast<double>(r.size()));
+    // One tolerance unit per element: the relative tolerance scaled by the reference's RMS
+    // (so that a tensor whose every element sits at one unit has relError == tolerance).
+    // With a zero RMS or an exact (zero) tolerance every nonzero error lands in the top bin.
+    const double unit = tolerance * rms;
+    auto body = [&](const tbb::blocked_range<std::size_t>& range, ErrorHistogram h) {
+        for (std::size_t i = range.begin(); i != range.end(); ++i) {
+            const double err = std::abs(c[i] - r[i]);
+            if (std::isnan(err) || std::isinf(err)) {
+                const bool same = (std::isnan(r[i]) && std::isnan(c[i])) || r[i] == c[i];
+                same ? ++h.exactZero : ++h.nonFinite;
+                continue;
+            }
+            if (err == 0.0) {
+                ++h.exactZero;
+                continue;
+            }
+            if (!(unit > 0.0)) {
+                ++h.counts.back();
+                continue;
+            }
+            const double decade = std::floor(std::log10(err / unit));
+            const double clamped = std::clamp(decade, double{kMinDecade}, double{kMaxDecade - 1});
+            ++h.counts[static_cast<std::size_t>(clamped - kMinDecade)];
+        }
+        return h;
+    };
+    return tbb::parallel_reduce(tbb::blocked_range<std::size_t>(0, r.size(), kBlock),
+                                emptyHistogram(), body,
+                                [](ErrorHistogram a, const ErrorHistogram& b) {
+                                    addHistograms(a, b);
+                                    return a;
+                                });
+}
+
+} // namespace ttrace

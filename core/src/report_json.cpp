@@ -1,0 +1,292 @@
+#include "ttrace/report_json.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <limits>
+
+namespace ttrace {
+namespace {
+
+using nlohmann::json;
+
+// JSON has no infinity: a non-finite number is written as null (an exact comparison that
+// failed, or a NaN/Inf the reference does not have) and read back as +inf.
+json num(double v) {
+    return std::isfinite(v) ? json(v) : json(nullptr);
+}
+double num(const json& j) {
+    return j.is_null() ? std::numeric_limits<double>::infinity() : j.get<double>();
+}
+
+json toJson(const Diagnostic& d) {
+    return {{"severity", d.severity == Severity::Error ? "error" : "warning"},
+            {"code", d.code},
+            {"location", d.location},
+            {"message", d.message}};
+}
+Diagnostic diagnosticFrom(const json& j) {
+    return {j.at("severity") == "error" ? Severity::Error : Severity::Warning, j.at("code"),
+            j.at("location"), j.at("message")};
+}
+json toJson(const Diagnostics& ds) {
+    json a = json::array();
+    for (const auto& d : ds) {
+        a.push_back(toJson(d));
+    }
+    return a;
+}
+Diagnostics diagnosticsFrom(const json& j) {
+    Diagnostics out;
+    for (const auto& d : j) {
+        out.push_back(diagnosticFrom(d));
+    }
+    return out;
+}
+
+json toJson(const TensorResult& t) {
+    const auto& m = t.metrics;
+    json shards = json::array();
+    for (const auto& s : m.shards) {
+        shards.push_back(
+            {{"rank", s.rank}, {"elements", s.elements}, {"rel_error", num(s.relError)}});
+    }
+    const auto& tol = t.tolerance;
+    return {
+        {"id",
+         {{"variant", t.id.variant},
+          {"iteration", t.id.iteration},
+          {"micro_batch", t.id.microBatch},
+          {"module", t.id.module},
+          {"kind", tensorKindName(t.id.kind)},
+          {"index", t.id.index}}},
+        {"label", t.id.label()},
+        {"shape", t.shape},
+        {"dtype", dtypeName(t.dtype)},
+        {"placement", t.placement},
+        {"status", statusName(t.status)},
+        {"ratio", num(t.ratio)},
+        {"error", num(m.relError)},
+        {"tolerance", num(tol.value)},
+        {"metrics",
+         {{"rel_error", num(m.relError)},
+          {"max_abs_error", num(m.maxAbsError)},
+          {"cosine", num(m.cosine)},
+          {"ref_norm", num(m.refNorm)},
+          {"cand_norm", num(m.candNorm)},
+          {"elements", m.elements},
+          {"ref_nan", m.refNaN},
+          {"ref_inf", m.refInf},
+          {"cand_nan", m.candNaN},
+          {"cand_inf", m.candInf},
+          {"non_finite_mismatch", m.nonFiniteMismatch},
+          {"shards", shards}}},
+        {"tolerance_detail",
+         {{"value", num(tol.value)},
+          {"source", tol.source},
+          {"analytic", num(tol.analytic)},
+          {"empirical", tol.empirical ? num(*tol.empirical) : json(nullptr)},
+          {"floor_mean", num(tol.floorMean)},
+          {"floor_spread", num(tol.floorSpread)},
+          {"carried_floor_mean", num(tol.carriedMean)},
+          {"perturbed_samples", tol.perturbedSamples},
+          {"depth", tol.depth},
+          {"eps", tol.eps}}},
+        {"histogram",
+         {{"edges", t.histogram.edges},
+          {"counts", t.histogram.counts},
+          {"exact_zero", t.histogram.exactZero},
+          {"non_finite", t.histogram.nonFinite}}},
+        {"findings", toJson(t.findings)},
+    };
+}
+
+Status statusFrom(const std::string& s) {
+    for (auto st : {Status::Clean, Status::Divergent, Status::Missing, Status::Invalid}) {
+        if (statusName(st) == s) {
+            return st;
+        }
+    }
+    throw std::runtime_error("unknown status '" + s + "'");
+}
+
+TensorResult tensorFrom(const json& j) {
+    TensorResult t;
+    const auto& id = j.at("id");
+    t.id.variant = id.at("variant");
+    t.id.iteration = id.at("iteration");
+    t.id.microBatch = id.at("micro_batch");
+    t.id.module = id.at("module");
+    const auto kind = parseTensorKind(id.at("kind").get<std::string>());
+    if (!kind) {
+        throw std::runtime_error("unknown kind");
+    }
+    t.id.kind = *kind;
+    t.id.index = id.at("index");
+    t.shape = j.at("shape").get<Shape>();
+    const auto dtype = parseDType(j.at("dtype").get<std::string>());
+    if (!dtype) {
+        throw std::runtime_error("unknown dtype");
+    }
+    t.dtype = *dtype;
+    t.placement = j.at("placement");
+    t.status = statusFrom(j.at("status"));
+    t.ratio = num(j.at("ratio"));
+    const auto& m = j.at("metrics");
+    t.metrics.relError = num(m.at("rel_error"));
+    t.metrics.maxAbsError = num(m.at("max_abs_error"));
+    t.metrics.cosine = num(m.at("cosine"));
+    t.metrics.refNorm = num(m.at("ref_norm"));
+    t.metrics.candNorm = num(m.at("cand_norm"));
+    t.metrics.elements = m.at("elements");
+    t.metrics.refNaN = m.at("ref_nan");
+    t.metrics.refInf = m.at("ref_inf");
+    t.metrics.candNaN = m.at("cand_nan");
+    t.metrics.candInf = m.at("cand_inf");
+    t.metrics.nonFiniteMismatch = m.at("non_finite_mismatch");
+    for (const auto& s : m.at("shards")) {
+        t.metrics.shards.push_back({s.at("rank"), s.at("elements"), num(s.at("rel_error"))});
+    }
+    const auto& tol = j.at("tolerance_detail");
+    t.tolerance.value = num(tol.at("value"));
+    t.tolerance.source = tol.at("source");
+    t.tolerance.analytic = num(tol.at("analytic"));
+    if (!tol.at("empirical").is_null()) {
+        t.tolerance.empirical = tol.at("empirical").get<double>();
+    }
+    t.tolerance.floorMean = num(tol.at("floor_mean"));
+    t.tolerance.floorSpread = num(tol.at("floor_spread"));
+    t.tolerance.carriedMean = tol.value("carried_floor_mean", 0.0);
+    t.tolerance.perturbedSamples = tol.at("perturbed_samples");
+    t.tolerance.depth = tol.at("depth");
+    t.tolerance.eps = tol.at("eps");
+    const auto& h = j.at("histogram");
+    t.histogram.edges = h.at("edges").get<std::vector<double>>();
+    t.histogram.counts = h.at("counts").get<std::vector<std::int64_t>>();
+    t.histogram.exactZero = h.at("exact_zero");
+    t.histogram.nonFinite = h.at("non_finite");
+    t.findings = diagnosticsFrom(j.at("findings"));
+    return t;
+}
+
+json toJson(const ModuleResult& m) {
+    return {{"name", m.name},
+            {"type", m.type},
+            {"order", m.order},
+            {"depth", m.depth},
+            {"status", statusName(m.status)},
+            {"origin", originName(m.origin)},
+            {"max_ratio", num(m.maxRatio)},
+            {"input_ratio", num(m.inputRatio)},
+            {"output_ratio", num(m.outputRatio)},
+            {"tensors", m.tensors}};
+}
+
+ModuleResult moduleFrom(const json& j) {
+    ModuleResult m;
+    m.name = j.at("name");
+    m.type = j.at("type");
+    m.order = j.at("order");
+    m.depth = j.at("depth");
+    m.status = statusFrom(j.at("status"));
+    const std::string origin = j.at("origin");
+    for (auto o : {Origin::None, Origin::Introduced, Origin::Inherited}) {
+        if (originName(o) == origin) {
+            m.origin = o;
+        }
+    }
+    m.maxRatio = num(j.at("max_ratio"));
+    m.inputRatio = num(j.at("input_ratio"));
+    m.outputRatio = num(j.at("output_ratio"));
+    m.tensors = j.at("tensors").get<std::vector<std::size_t>>();
+    return m;
+}
+
+json optionalName(const std::optional<std::string>& s) {
+    return s ? json(*s) : json(nullptr);
+}
+
+} // namespace
+
+std::string diffResultToJson(const DiffResult& r, bool pretty) {
+    const auto& s = r.summary;
+    json doc = {
+        {"schema", kDiffJsonSchema},
+        {"schema_version", kDiffJsonVersion},
+        {"summary",
+         {{"reference", s.referenceDir},
+          {"candidate", s.candidateDir},
+          {"precision", s.precision},
+          {"reference_ranks", s.referenceRanks},
+          {"candidate_ranks", s.candidateRanks},
+          {"compared", s.compared},
+          {"divergent", s.divergent},
+          {"missing", s.missing},
+          {"invalid", s.invalid},
+          {"perturbed_variants", s.perturbedVariants},
+          {"max_ratio", num(s.maxRatio)},
+          {"clean", s.clean},
+          {"cancelled", r.cancelled}}},
+        {"first_divergence",
+         {{"forward", optionalName(r.firstForwardDivergence)},
+          {"backward", optionalName(r.firstBackwardDivergence)}}},
+        {"diagnostics", toJson(r.diagnostics)},
+    };
+    json modules = json::array();
+    for (const auto& m : r.modules) {
+        modules.push_back(toJson(m));
+    }
+    doc["modules"] = std::move(modules);
+    json tensors = json::array();
+    for (const auto& t : r.tensors) {
+        tensors.push_back(toJson(t));
+    }
+    doc["tensors"] = std::move(tensors);
+    return doc.dump(pretty ? 1 : -1) + (pretty ? "\n" : "");
+}
+
+std::optional<DiffResult> diffResultFromJson(std::string_view text, std::string& error) {
+    try {
+        const json doc = json::parse(text);
+        if (doc.at("schema") != kDiffJsonSchema || doc.at("schema_version") != kDiffJsonVersion) {
+            error =
+                "not a ttrace-diff document of schema version " + std::to_string(kDiffJsonVersion);
+            return std::nullopt;
+        }
+        DiffResult r;
+        const auto& s = doc.at("summary");
+        r.summary.referenceDir = s.at("reference");
+        r.summary.candidateDir = s.at("candidate");
+        r.summary.precision = s.at("precision");
+        r.summary.referenceRanks = s.at("reference_ranks");
+        r.summary.candidateRanks = s.at("candidate_ranks");
+        r.summary.compared = s.at("compared");
+        r.summary.divergent = s.at("divergent");
+        r.summary.missing = s.at("missing");
+        r.summary.invalid = s.at("invalid");
+        r.summary.perturbedVariants = s.at("perturbed_variants");
+        r.summary.maxRatio = num(s.at("max_ratio"));
+        r.summary.clean = s.at("clean");
+        r.cancelled = s.at("cancelled");
+        const auto& first = doc.at("first_divergence");
+        if (!first.at("forward").is_null()) {
+            r.firstForwardDivergence = first.at("forward").get<std::string>();
+        }
+        if (!first.at("backward").is_null()) {
+            r.firstBackwardDivergence = first.at("backward").get<std::string>();
+        }
+        r.diagnostics = diagnosticsFrom(doc.at("diagnostics"));
+        for (const auto& m : doc.at("modules")) {
+            r.modules.push_back(moduleFrom(m));
+        }
+        for (const auto& t : doc.at("tensors")) {
+            r.tensors.push_back(tensorFrom(t));
+        }
+        return r;
+    } catch (const std::exception& e) {
+        error = e.what();
+        return std::nullopt;
+    }
+}
+
+} // namespace ttrace

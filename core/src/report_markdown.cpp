@@ -1,0 +1,118 @@
+#include "ttrace/report_markdown.h"
+
+#include "ttrace/verdict.h"
+
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+namespace ttrace {
+namespace {
+
+std::string origins(const DiffResult& r, Origin wanted) {
+    std::string names;
+    for (const auto& m : r.modules) {
+        if (m.origin == wanted) {
+            names += (names.empty() ? "`" : ", `") + m.name + "`";
+        }
+    }
+    return names.empty() ? "none" : names;
+}
+
+// Pipes would end a table cell.
+std::string cell(std::string text) {
+    for (std::size_t pos = 0; (pos = text.find('|', pos)) != std::string::npos; pos += 2) {
+        text.replace(pos, 1, "\\|");
+    }
+    return text;
+}
+
+} // namespace
+
+std::string formatNumber(double value) {
+    if (std::isnan(value)) {
+        return "nan";
+    }
+    if (std::isinf(value)) {
+        return value > 0 ? "inf" : "-inf";
+    }
+    char buf[32];
+    const double a = std::abs(value);
+    if (value == 0.0) {
+        return "0";
+    }
+    if (a >= 0.01 && a < 1e5) {
+        std::snprintf(buf, sizeof buf, "%.3g", value);
+    } else {
+        std::snprintf(buf, sizeof buf, "%.2e", value);
+    }
+    return buf;
+}
+
+std::string diffResultToMarkdown(const DiffResult& r, const MarkdownOptions& options) {
+    const auto& s = r.summary;
+    std::ostringstream md;
+    md << "# TTrace diff: " << (s.clean ? "clean" : "DIVERGENT") << "\n\n";
+    md << "| | |\n|---|---|\n";
+    md << "| reference | `" << s.referenceDir << "` (" << s.referenceRanks << " rank"
+       << (s.referenceRanks == 1 ? "" : "s") << ", " << s.perturbedVariants
+       << " perturbed variants) |\n";
+    md << "| candidate | `" << s.candidateDir << "` (" << s.candidateRanks << " ranks) |\n";
+    md << "| precision | " << (s.precision.empty() ? "unknown" : s.precision) << " |\n";
+    md << "| tensors | " << s.compared << " compared, " << s.divergent << " divergent, "
+       << s.missing << " missing, " << s.invalid << " invalid |\n";
+    md << "| max ratio (error / tolerance) | " << formatNumber(s.maxRatio) << " |\n";
+    md << "| first divergence, forward | "
+       << (r.firstForwardDivergence ? "`" + *r.firstForwardDivergence + "`" : "none") << " |\n";
+    md << "| first divergence, backward | "
+       << (r.firstBackwardDivergence ? "`" + *r.firstBackwardDivergence + "`" : "none") << " |\n";
+    md << "| divergence introduced in (offline estimate) | " << origins(r, Origin::Introduced)
+       << " |\n\n";
+
+    md << "## Divergent modules (execution order)\n\n";
+    bool any = false;
+    for (const auto& m : r.modules) {
+        if (m.status == Status::Clean) {
+            continue;
+        }
+        if (!any) {
+            md << "| module | type | status | max ratio | input ratio | output ratio | origin "
+                  "|\n|---|---|---|---:|---:|---:|---|\n";
+            any = true;
+        }
+        md << "| `" << m.name << "` | " << cell(m.type) << " | " << statusName(m.status) << " | "
+           << formatNumber(m.maxRatio) << " | " << formatNumber(m.inputRatio) << " | "
+           << formatNumber(m.outputRatio) << " | " << originName(m.origin) << " |\n";
+    }
+    md << (any ? "\n" : "None.\n\n");
+
+    md << "## Worst tensors\n\n";
+    md << "| tensor | status | rel. error | tolerance | ratio | tolerance source | placement "
+          "|\n|---|---|---:|---:|---:|---|---|\n";
+    for (const auto i : worstTensors(r, options.worstTensors)) {
+        const auto& t = r.tensors[i];
+        md << "| `" << cell(t.id.label()) << "` | " << statusName(t.status) << " | "
+           << formatNumber(t.metrics.relError) << " | " << formatNumber(t.tolerance.value) << " | "
+           << formatNumber(t.ratio) << " | " << t.tolerance.source << " | " << cell(t.placement)
+           << " |\n";
+    }
+    Diagnostics all = r.diagnostics;
+    for (const auto& t : r.tensors) {
+        for (const auto& f : t.findings) {
+            if (f.severity == Severity::Error) {
+                all.push_back(f);
+            }
+        }
+    }
+    if (!all.empty()) {
+        md << "\n## Findings\n\n";
+        for (const auto& d : all) {
+            md << "- " << d.toString() << "\n";
+        }
+    }
+    md << "\nRatio = relative Frobenius error / derived tolerance; above 1 is beyond round-off. "
+          "Tolerances: see docs/tolerance.md of TTrace Explorer.\n";
+    return md.str();
+}
+
+} // namespace ttrace

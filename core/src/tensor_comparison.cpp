@@ -1,0 +1,152 @@
+#include "tensor_comparison.h"
+
+#include "ttrace/merge.h"
+#include "ttrace/metrics.h"
+#include "ttrace/verdict.h"
+
+#include <algorithm>
+
+namespace ttrace {
+namespace {
+
+std::string describeShards(const std::vector<ShardRef>& shards) {
+    const auto& p = shards.front().placement;
+    if (shards.size() == 1 && p.combine == Combine::Copy && p.kind == PlacementKind::Boxes &&
+        p.boxes.size() == 1 &&
+        elementCount(shards.front().localShape) == elementCount(p.globalShape)) {
+        return "full on rank " + std::to_string(shards.front().rank);
+    }
+    std::string text(combineName(p.combine));
+    text += p.kind == PlacementKind::Flat ? " flat" : " boxes";
+    text += " over " + std::to_string(shards.size()) + (shards.size() == 1 ? " rank" : " ranks");
+    return text;
+}
+
+void appendFindings(Diagnostics& out, Diagnostics in, const std::string& side) {
+    for (auto& d : in) {
+        d.location = side + " " + d.location;
+        out.push_back(std::move(d));
+    }
+}
+
+bool hasFinding(const Diagnostics& findings, const std::string& code) {
+    return std::any_of(findings.begin(), findings.end(),
+                       [&](const Diagnostic& d) { return d.code == code; });
+}
+
+// Relative errors of each perturbed reference variant against the nominal one.
+std::optional<NoiseFloor> measureFloor(const ComparisonContext& ctx, const TensorId& id,
+                                       const FullTensor& nominal, Diagnostics& findings) {
+    std::vector<double> errors;
+    for (const auto& variant : ctx.perturbedVariants) {
+        const TensorId pid = id.withVariant(variant);
+        if (!ctx.reference.shards(pid)) {
+            continue; // not captured in this variant: the analytic bound stands in
+        }
+        auto merged = mergeTensor(ctx.reference, pid);
+        if (!merged.tensor || merged.tensor->values.size() != nominal.values.size()) {
+            appendFindings(findings, std::move(merged.findings), "reference");
+            continue;
+        }
+        errors.push_back(relativeError(merged.tensor->values, nominal.values));
+    }
+    if (errors.empty()) {
+        return std::nullopt;
+    }
+    return noiseFloor(errors);
+}
+
+std::optional<NoiseFloor> carriedFor(const ComparisonContext& ctx, const TensorId& id) {
+    const auto state = carriedStateKind(id.kind);
+    if (!state) {
+        return std::nullopt;
+    }
+    const auto it = ctx.carried.find({id.module, *state, id.index});
+    return it == ctx.carried.end() ? std::nullopt : std::optional<NoiseFloor>(it->second);
+}
+
+} // namespace
+
+std::optional<NoiseFloor> stateFloor(const ComparisonContext& ctx, const TensorId& id) {
+    auto nominal = mergeTensor(ctx.reference, id);
+    if (!nominal.tensor) {
+        return std::nullopt;
+    }
+    Diagnostics ignored; // the comparison of this tensor, if any, reports them
+    auto own = measureFloor(ctx, id, *nominal.tensor, ignored);
+    const auto carried = carriedFor(ctx, id);
+    if (own && carried) {
+        return carryFloor(id.kind, *own, *carried);
+    }
+    return own;
+}
+
+void recordStateFloor(const TensorId& id, const NoiseFloor& floor, StateFloors& out) {
+    if (id.kind == TensorKind::ParamAfterStep || id.kind == TensorKind::OptimizerState) {
+        out[{id.module, id.kind, id.index}] = floor;
+    }
+}
+
+TensorResult compareTensor(const ComparisonContext& ctx, const TensorId& id) {
+    TensorResult r;
+    r.id = id;
+    const auto* refShards = ctx.reference.shards(id);
+    const auto* candShards = ctx.candidate.shards(id);
+    const auto* any = candShards ? candShards : refShards;
+    r.shape = any->front().placement.globalShape;
+    r.dtype = any->front().dtype;
+    r.placement = describeShards(*any);
+    if (!refShards || !candShards) {
+        r.status = Status::Missing;
+        r.findings.push_back(makeWarning(
+            "missing-tensor", "tensor " + id.path(),
+            std::string("only the ") + (refShards ? "reference" : "candidate") + " holds it"));
+        return r;
+    }
+    auto ref = mergeTensor(ctx.reference, id);
+    auto cand = mergeTensor(ctx.candidate, id);
+    appendFindings(r.findings, std::move(ref.findings), "reference");
+    appendFindings(r.findings, std::move(cand.findings), "candidate");
+    if (!ref.tensor || !cand.tensor) {
+        r.status = Status::Invalid;
+        return r;
+    }
+    if (ref.tensor->shape != cand.tensor->shape) {
+        r.status = Status::Invalid;
+        r.findings.push_back(makeError("shape-mismatch", "tensor " + id.path(),
+                                       "reference shape " + shapeToString(ref.tensor->shape) +
+                                           " vs candidate shape " +
+                                           shapeToString(cand.tensor->shape)));
+        return r;
+    }
+    ToleranceInput in;
+    in.module = id.module;
+    in.kind = id.kind;
+    // The reference's dtype decides exactness: an integer reference admits no round-off.
+    in.dtype = ref.tensor->dtype;
+    const auto* info = ctx.reference.manifest().findModule(id.module);
+    in.moduleDepth = info ? info->depth : 0;
+    in.maxDepth = ctx.maxDepth;
+    in.precision = ctx.reference.manifest().precision;
+    in.floor = measureFloor(ctx, id, *ref.tensor, r.findings);
+    in.carried = carriedFor(ctx, id);
+    r.tolerance = deriveTolerance(ctx.tolerance, in);
+    r.metrics = computeMetrics(*ref.tensor, *cand.tensor);
+    r.ratio = toleranceRatio(r.metrics.relError, r.tolerance.value);
+    // Replicas that disagree: the merged tensor shows only the lowest rank, so a wrong copy on
+    // another rank is judged by its own piece's error (only then: a subset of a clean tensor
+    // is noisier than the whole and must not raise false alarms on its own).
+    if (hasFinding(r.findings, "replica-disagree")) {
+        for (std::size_t s = 0; s < r.metrics.shards.size(); ++s) {
+            if (cand.tensor->shards[s].placement.combine != Combine::Sum) {
+                r.ratio = std::max(r.ratio,
+                                   toleranceRatio(r.metrics.shards[s].relError, r.tolerance.value));
+            }
+        }
+    }
+    r.status = verdictFor(r.ratio);
+    r.histogram = computeErrorHistogram(*ref.tensor, *cand.tensor, r.tolerance.value);
+    return r;
+}
+
+} // namespace ttrace

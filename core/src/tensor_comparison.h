@@ -1,0 +1,39 @@
+#pragma once
+// Compares one logical tensor of two bundles: merge both, measure the perturbed reference's
+// noise floor, derive the tolerance, compute metrics, histogram and verdict. Private to core.
+#include "ttrace/bundle.h"
+#include "ttrace/diff_result.h"
+#include "ttrace/tolerance.h"
+
+#include <map>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+namespace ttrace {
+
+// Effective noise floors of the training state after one step, keyed by (module, kind, index),
+// for the next step's state tensors to inherit (see carryFloor in tolerance.h).
+using StateFloors = std::map<std::tuple<std::string, TensorKind, std::string>, NoiseFloor>;
+
+struct ComparisonContext {
+    const Bundle& reference;
+    const Bundle& candidate;
+    const ToleranceSettings& tolerance;
+    std::vector<std::string> perturbedVariants; // reference variants other than nominal
+    int maxDepth = 0;
+    StateFloors carried; // from the previous iteration
+};
+
+// Holds at most the two merged nominal tensors plus one perturbed variant at a time.
+TensorResult compareTensor(const ComparisonContext& context, const TensorId& id);
+
+// The effective floor of a reference state tensor alone (no candidate needed): used to carry
+// floors through iterations a filtered diff does not compare.
+std::optional<NoiseFloor> stateFloor(const ComparisonContext& context, const TensorId& id);
+
+// Records the effective floors of this iteration's state tensors into `out`.
+void recordStateFloor(const TensorId& id, const NoiseFloor& floor, StateFloors& out);
+
+} // namespace ttrace

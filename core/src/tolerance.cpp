@@ -1,0 +1,139 @@
+#include "ttrace/tolerance.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+namespace ttrace {
+namespace {
+
+bool isForwardActivation(TensorKind kind) {
+    return kind == TensorKind::ForwardInput || kind == TensorKind::ForwardOutput;
+}
+
+const ToleranceOverride* lastMatch(const ToleranceSettings& settings, const ToleranceInput& in) {
+    const ToleranceOverride* found = nullptr;
+    for (const auto& o : settings.overrides) {
+        if ((!o.kind || *o.kind == in.kind) && globMatch(o.modulePattern, in.module)) {
+            found = &o; // later entries win
+        }
+    }
+    return found;
+}
+
+} // namespace
+
+double accumulationEpsilon(std::string_view precision, DType storage) {
+    if (precision == "fp32") {
+        return machineEpsilon(DType::Float32);
+    }
+    if (precision == "bf16" || precision == "bf16-autocast" || precision == "fp8") {
+        return machineEpsilon(DType::BFloat16);
+    }
+    if (precision == "fp16") {
+        return machineEpsilon(DType::Float16);
+    }
+    return isFloating(storage) ? machineEpsilon(storage) : machineEpsilon(DType::Float32);
+}
+
+int roundoffDepth(TensorKind kind, int moduleDepth, int maxDepth) {
+    if (isForwardActivation(kind)) {
+        return std::max(moduleDepth, 0);
+    }
+    return std::max(maxDepth - moduleDepth + 1, 0);
+}
+
+double analyticTolerance(double k, double c, int depth, double eps) {
+    return k * std::pow(c, depth) * eps;
+}
+
+NoiseFloor noiseFloor(std::span<const double> errors) {
+    NoiseFloor f;
+    f.samples = static_cast<int>(errors.size());
+    if (errors.empty()) {
+        return f;
+    }
+    const auto n = static_cast<double>(errors.size());
+    f.mean = std::accumulate(errors.begin(), errors.end(), 0.0) / n;
+    if (errors.size() > 1) {
+        double ss = 0.0;
+        for (const double e : errors) {
+            ss += (e - f.mean) * (e - f.mean);
+        }
+        f.spread = std::sqrt(ss / (n - 1.0)); // unbiased: K is tiny (2-4 variants)
+    }
+    return f;
+}
+
+NoiseFloor carryFloor(TensorKind kind, const NoiseFloor& own, const NoiseFloor& carried) {
+    NoiseFloor f = own;
+    f.samples = std::max(own.samples, carried.samples);
+    if (kind == TensorKind::Parameter) {
+        if (carried.mean + carried.spread > own.mean + own.spread) {
+            f.mean = carried.mean;
+            f.spread = carried.spread;
+        }
+    } else if (kind == TensorKind::ParamAfterStep || kind == TensorKind::OptimizerState) {
+        f.mean = std::hypot(own.mean, carried.mean);
+        f.spread = std::hypot(own.spread, carried.spread);
+    }
+    return f;
+}
+
+std::optional<TensorKind> carriedStateKind(TensorKind kind) {
+    switch (kind) {
+    case TensorKind::Parameter:
+    case TensorKind::ParamAfterStep: return TensorKind::ParamAfterStep;
+    case TensorKind::OptimizerState: return TensorKind::OptimizerState;
+    default: return std::nullopt;
+    }
+}
+
+double empiricalTolerance(double safetyFactor, const NoiseFloor& floor, double eps) {
+    const double safety = safetyFactor > 0.0 ? safetyFactor : kDefaultSafetyFactor;
+    return std::max(safety * (floor.mean + kSpreadSigmas * floor.spread), kMinEpsMultiple * eps);
+}
+
+Tolerance deriveTolerance(const ToleranceSettings& settings, const ToleranceInput& in) {
+    Tolerance t;
+    t.eps = accumulationEpsilon(in.precision, in.dtype);
+    t.depth = roundoffDepth(in.kind, in.moduleDepth, in.maxDepth);
+    t.analytic = analyticTolerance(settings.k, settings.c, t.depth, t.eps);
+    if (in.floor && in.floor->samples > 0) {
+        const NoiseFloor f = in.carried ? carryFloor(in.kind, *in.floor, *in.carried) : *in.floor;
+        t.floorMean = f.mean;
+        t.floorSpread = f.spread;
+        t.carriedMean = in.carried ? in.carried->mean : 0.0;
+        t.perturbedSamples = f.samples;
+        if (std::isfinite(f.mean) && std::isfinite(f.spread)) {
+            t.empirical = empiricalTolerance(settings.safetyFactor, f, t.eps);
+        }
+    }
+    if (!isFloating(in.dtype)) {
+        // Token ids, masks, counters: round-off cannot change an integer.
+        t.value = 0.0;
+        t.source = "exact";
+        return t;
+    }
+    if (const auto* o = lastMatch(settings, in)) {
+        t.value = o->value;
+        t.source = "override";
+        return t;
+    }
+    if (settings.global) {
+        t.value = *settings.global;
+        t.source = "override";
+        return t;
+    }
+    if (t.empirical) {
+        t.value = *t.empirical;
+        t.source = "empirical";
+    } else {
+        t.value = t.analytic;
+        t.source = "analytic";
+    }
+    t.value = std::max(t.value, settings.floor);
+    return t;
+}
+
+} // namespace ttrace

@@ -1,0 +1,364 @@
+#include "ttrace/verdict.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <set>
+
+namespace ttrace {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// A module's work in one iteration happens in three causal phases; each has inputs (what it
+// consumes) and outputs (what it produces). Origin is decided in the first phase whose outputs
+// diverge, in the first iteration where the module diverges at all: later iterations inherit
+// everything through the updated parameters.
+enum class Phase { Forward, Backward, Optimizer };
+constexpr Phase kPhases[] = {Phase::Forward, Phase::Backward, Phase::Optimizer};
+
+bool isPhaseOutput(Phase phase, TensorKind k) {
+    switch (phase) {
+    case Phase::Forward: return k == TensorKind::ForwardOutput;
+    case Phase::Backward: return k == TensorKind::InputGrad || k == TensorKind::ParamGrad;
+    case Phase::Optimizer:
+        return k == TensorKind::MainGrad || k == TensorKind::ParamAfterStep ||
+               k == TensorKind::OptimizerState;
+    }
+    return false;
+}
+
+// Inputs a module itself holds (parameters also count for every ancestor module).
+bool isPhaseInput(Phase phase, TensorKind k) {
+    switch (phase) {
+    case Phase::Forward: return k == TensorKind::ForwardInput || k == TensorKind::Parameter;
+    case Phase::Backward:
+        // Backward consumes the output gradient plus the saved activations and weights.
+        return k == TensorKind::OutputGrad || k == TensorKind::ForwardInput ||
+               k == TensorKind::Parameter;
+    case Phase::Optimizer: return k == TensorKind::ParamGrad || k == TensorKind::Parameter;
+    }
+    return false;
+}
+
+bool isForwardActivation(TensorKind k) {
+    return k == TensorKind::ForwardInput || k == TensorKind::ForwardOutput;
+}
+
+bool isGradient(TensorKind k) {
+    return k == TensorKind::OutputGrad || k == TensorKind::InputGrad ||
+           k == TensorKind::ParamGrad || k == TensorKind::MainGrad;
+}
+
+bool isDescendant(const std::string& child, const std::string& parent) {
+    return child.size() > parent.size() + 1 && child.starts_with(parent) &&
+           child[parent.size()] == '.';
+}
+
+bool related(const std::string& a, const std::string& b) {
+    return a == b || isDescendant(a, b) || isDescendant(b, a);
+}
+
+bool compared(const TensorResult& t) {
+    return t.status == Status::Clean || t.status == Status::Divergent;
+}
+
+// Everything the origin logic needs to know about one compared tensor.
+struct Entry {
+    std::size_t module; // index into result.modules
+    std::int64_t iteration;
+    TensorKind kind;
+    double ratio;
+};
+
+class OriginAnalysis {
+public:
+    explicit OriginAnalysis(const DiffResult& result)
+        : result_(result) {
+        for (const auto& t : result.tensors) {
+            if (compared(t)) {
+                entries_.push_back({moduleIndex(t.id.module), t.id.iteration, t.id.kind, t.ratio});
+            }
+        }
+    }
+
+    void classify(ModuleResult& m, std::size_t mi) const {
+        std::int64_t firstIter = std::numeric_limits<std::int64_t>::max();
+        for (const auto& e : entries_) {
+            if (e.module == mi && e.ratio > 1.0) {
+                firstIter = std::min(firstIter, e.iteration);
+            }
+        }
+        if (firstIter == std::numeric_limits<std::int64_t>::max()) {
+            // Clean: show the forward picture over all iterations.
+            m.inputRatio = maxOf(mi, std::nullopt, Phase::Forward, false);
+            m.outputRatio = maxOf(mi, std::nullopt, Phase::Forward, true);
+            m.origin = Origin::None;
+            return;
+        }
+        for (const Phase phase : kPhases) {
+            const double out = maxOf(mi, firstIter, phase, true);
+            if (out <= 1.0) {
+                continue;
+            }
+            m.outputRatio = out;
+            m.inputRatio = inputRatio(mi, firstIter, phase);
+            m.origin = classifyOrigin(m.inputRatio, m.outputRatio);
+            return;
+        }
+        // Only inputs diverge: the divergence arrived from elsewhere.
+        m.inputRatio = maxOf(mi, firstIter, Phase::Forward, false);
+        m.outputRatio = maxOf(mi, firstIter, Phase::Forward, true);
+        m.origin = Origin::Inherited;
+    }
+
+private:
+    std::size_t moduleIndex(const std::string& name) const {
+        for (std::size_t i = 0; i < result_.modules.size(); ++i) {
+            if (result_.modules[i].name == name) {
+                return i;
+            }
+        }
+        return result_.modules.size();
+    }
+
+    const std::string& name(std::size_t mi) const { return result_.modules[mi].name; }
+    int order(std::size_t mi) const { return result_.modules[mi].order; }
+
+    double maxOf(std::size_t mi, std::optional<std::int64_t> iter, Phase phase,
+                 bool outputs) const {
+        double worst = 0.0;
+        for (const auto& e : entries_) {
+            if (iter && e.iteration != *iter) {
+                continue;
+            }
+            const bool own = e.module == mi;
+            const bool match = outputs ? own && isPhaseOutput(phase, e.kind)
+                                       : isPhaseInput(phase, e.kind) &&
+                                             (own || (e.kind == TensorKind::Parameter &&
+                                                      e.module < result_.modules.size() &&
+                                                      isDescendant(name(e.module), name(mi))));
+            if (match) {
+                worst = std::max(worst, e.ratio);
+            }
+        }
+        return worst;
+    }
+
+    // Worst ratio among what the phase consumed. When the module's own activation input was
+    // not captured (nested modules usually are not), the nearest evidence stands in: outputs
+    // of unrelated modules that ran before it (forward) or gradients of modules after it
+    // (backward, which runs in reverse order), in the same iteration.
+    double inputRatio(std::size_t mi, std::int64_t iter, Phase phase) const {
+        double worst = maxOf(mi, iter, phase, false);
+        const TensorKind primary =
+            phase == Phase::Forward ? TensorKind::ForwardInput : TensorKind::OutputGrad;
+        bool captured = phase == Phase::Optimizer;
+        for (const auto& e : entries_) {
+            captured = captured || (e.module == mi && e.iteration == iter && e.kind == primary);
+        }
+        if (captured) {
+            return worst;
+        }
+        for (const auto& e : entries_) {
+            if (e.iteration != iter || e.module >= result_.modules.size() ||
+                related(name(e.module), name(mi))) {
+                continue;
+            }
+            const bool before = order(e.module) < order(mi);
+            if (phase == Phase::Forward && before && e.kind == TensorKind::ForwardOutput) {
+                worst = std::max(worst, e.ratio);
+            } else if (phase == Phase::Backward && !before && isGradient(e.kind) &&
+                       e.kind != TensorKind::MainGrad) {
+                worst = std::max(worst, e.ratio);
+            }
+        }
+        if (phase == Phase::Backward) {
+            // Backward also consumes what the module's forward produced.
+            worst = std::max(worst, maxOf(mi, iter, Phase::Forward, true));
+        }
+        return worst;
+    }
+
+    const DiffResult& result_;
+    std::vector<Entry> entries_;
+};
+
+// First divergent module: earliest iteration, then execution order (forward) or reverse order
+// (backward); then, while a submodule of it also diverges in that iteration, the first such
+// submodule, so a layer whose fc2 is wrong points at fc2, not at the layer.
+std::optional<std::string> firstDivergence(const DiffResult& result, bool backward) {
+    struct Hit {
+        std::int64_t iteration;
+        int order;
+        std::string module;
+    };
+    std::vector<Hit> hits;
+    for (const auto& t : result.tensors) {
+        const bool kindMatches = backward ? isGradient(t.id.kind) : isForwardActivation(t.id.kind);
+        if (t.status == Status::Divergent && kindMatches) {
+            const auto* m = result.module(t.id.module);
+            hits.push_back({t.id.iteration, m ? m->order : 0, t.id.module});
+        }
+    }
+    if (hits.empty()) {
+        return std::nullopt;
+    }
+    auto better = [backward](const Hit& a, const Hit& b) {
+        if (a.iteration != b.iteration) {
+            return a.iteration < b.iteration;
+        }
+        return backward ? a.order > b.order : a.order < b.order;
+    };
+    Hit best = *std::min_element(hits.begin(), hits.end(), better);
+    for (bool descended = true; descended;) {
+        descended = false;
+        const Hit* next = nullptr;
+        for (const auto& h : hits) {
+            if (h.iteration == best.iteration && isDescendant(h.module, best.module) &&
+                (!next || better(h, *next))) {
+                next = &h;
+            }
+        }
+        if (next) {
+            best = *next;
+            descended = true;
+        }
+    }
+    return best.module;
+}
+
+ModuleResult moduleEntry(const std::string& name, const std::string& type, int order, int depth) {
+    ModuleResult m;
+    m.name = name;
+    m.type = type;
+    m.order = order;
+    m.depth = depth;
+    return m;
+}
+
+} // namespace
+
+double toleranceRatio(double error, double tolerance) {
+    if (error == 0.0) {
+        return 0.0;
+    }
+    if (!(tolerance > 0.0)) {
+        return kInf;
+    }
+    return error / tolerance; // +inf error stays +inf
+}
+
+Status verdictFor(double ratio) {
+    return ratio <= 1.0 ? Status::Clean : Status::Divergent;
+}
+
+Origin classifyOrigin(double inputRatio, double outputRatio) {
+    if (outputRatio <= 1.0) {
+        return Origin::None;
+    }
+    if (inputRatio <= 1.0 || outputRatio > kIntroducedFactor * inputRatio) {
+        return Origin::Introduced;
+    }
+    return Origin::Inherited;
+}
+
+void assembleVerdicts(DiffResult& result, const std::vector<ModuleInfo>& modules) {
+    // Module table: the manifest's execution order, then any module only the tensors name.
+    result.modules.clear();
+    std::map<std::string, std::size_t> index;
+    for (const auto& info : modules) {
+        if (index.emplace(info.name, result.modules.size()).second) {
+            result.modules.push_back(moduleEntry(info.name, info.type, info.order, info.depth));
+        }
+    }
+    std::set<std::string> extra;
+    for (const auto& t : result.tensors) {
+        if (!index.contains(t.id.module)) {
+            extra.insert(t.id.module);
+        }
+    }
+    int nextOrder = modules.empty() ? 0 : modules.back().order + 1;
+    for (const auto& name : extra) {
+        index.emplace(name, result.modules.size());
+        result.modules.push_back(moduleEntry(name, "", nextOrder++, 0));
+    }
+    std::stable_sort(
+        result.modules.begin(), result.modules.end(),
+        [](const ModuleResult& a, const ModuleResult& b) { return a.order < b.order; });
+    for (std::size_t i = 0; i < result.modules.size(); ++i) {
+        index[result.modules[i].name] = i;
+    }
+
+    std::sort(result.tensors.begin(), result.tensors.end(),
+              [&](const TensorResult& a, const TensorResult& b) {
+                  const auto oa = index.at(a.id.module);
+                  const auto ob = index.at(b.id.module);
+                  return oa != ob ? oa < ob : a.id < b.id;
+              });
+
+    DiffSummary& s = result.summary;
+    s.compared = s.divergent = s.missing = s.invalid = 0;
+    s.maxRatio = 0.0;
+    for (std::size_t i = 0; i < result.tensors.size(); ++i) {
+        const auto& t = result.tensors[i];
+        auto& m = result.modules[index.at(t.id.module)];
+        m.tensors.push_back(i);
+        switch (t.status) {
+        case Status::Clean:
+        case Status::Divergent:
+            ++s.compared;
+            s.maxRatio = std::max(s.maxRatio, t.ratio);
+            m.maxRatio = std::max(m.maxRatio, t.ratio);
+            s.divergent += t.status == Status::Divergent ? 1 : 0;
+            break;
+        case Status::Missing: ++s.missing; break;
+        case Status::Invalid: ++s.invalid; break;
+        }
+    }
+    // A module is as bad as its worst tensor: divergent, then invalid, then missing.
+    auto rank = [](Status st) {
+        switch (st) {
+        case Status::Clean: return 0;
+        case Status::Missing: return 1;
+        case Status::Invalid: return 2;
+        case Status::Divergent: return 3;
+        }
+        return 0;
+    };
+    for (auto& m : result.modules) {
+        m.status = Status::Clean;
+        for (const auto i : m.tensors) {
+            if (rank(result.tensors[i].status) > rank(m.status)) {
+                m.status = result.tensors[i].status;
+            }
+        }
+    }
+    const OriginAnalysis analysis(result);
+    for (std::size_t i = 0; i < result.modules.size(); ++i) {
+        analysis.classify(result.modules[i], i);
+    }
+    result.firstForwardDivergence = firstDivergence(result, false);
+    result.firstBackwardDivergence = firstDivergence(result, true);
+    s.clean = s.divergent == 0 && s.invalid == 0 && !hasErrors(result.diagnostics);
+}
+
+std::vector<std::size_t> worstTensors(const DiffResult& result, std::size_t count) {
+    std::vector<std::size_t> order;
+    for (std::size_t i = 0; i < result.tensors.size(); ++i) {
+        if (result.tensors[i].status != Status::Missing) {
+            order.push_back(i);
+        }
+    }
+    auto key = [&](std::size_t i) {
+        const auto& t = result.tensors[i];
+        return t.status == Status::Invalid ? kInf : t.ratio;
+    };
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::size_t a, std::size_t b) { return key(a) > key(b); });
+    order.resize(std::min(order.size(), count));
+    return order;
+}
+
+} // namespace ttrace

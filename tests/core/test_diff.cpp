@@ -1,0 +1,238 @@
+// End to end on the demo bundles (python -m ttrace.demo_bundles): a correct TP2xDP2 candidate
+// must come out clean, the injected bug must be found where it is, a subtle bug a few times
+// the round-off floor must be flagged, and the summary cache must hit and invalidate.
+#include "ttrace/diff_cache.h"
+#include "ttrace/diff_engine.h"
+#include "ttrace/report_json.h"
+#include "ttrace/report_markdown.h"
+
+#include <QtTest>
+
+#include <hdf5.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <unistd.h>
+
+using namespace ttrace;
+namespace fs = std::filesystem;
+
+namespace {
+
+fs::path demoDir() {
+    return qEnvironmentVariable("TTRACE_DEMO_DIR").toStdString();
+}
+
+DiffOptions noCache() {
+    DiffOptions o;
+    o.useCache = false;
+    return o;
+}
+
+std::string dump(const DiffResult& r) {
+    std::string out;
+    for (const auto& d : r.diagnostics) {
+        out += d.toString() + "\n";
+    }
+    return out;
+}
+
+const TensorResult* find(const DiffResult& r, const std::string& module, TensorKind kind,
+                         std::int64_t iteration, std::int64_t mb) {
+    for (const auto& t : r.tensors) {
+        if (t.id.module == module && t.id.kind == kind && t.id.iteration == iteration &&
+            t.id.microBatch == mb) {
+            return &t;
+        }
+    }
+    return nullptr;
+}
+
+// Scales one float32 dataset of a rank file in place by (1 + delta): a subtle wrong scale.
+bool scaleDataset(const fs::path& file, const std::string& path, double delta) {
+    H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+    const hid_t f = H5Fopen(file.string().c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    if (f < 0) {
+        return false;
+    }
+    const hid_t ds = H5Dopen2(f, path.c_str(), H5P_DEFAULT);
+    bool ok = ds >= 0;
+    if (ok) {
+        const hid_t space = H5Dget_space(ds);
+        std::vector<float> v(static_cast<std::size_t>(H5Sget_simple_extent_npoints(space)));
+        ok = H5Dread(ds, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data()) >= 0;
+        for (auto& x : v) {
+            x = static_cast<float>(static_cast<double>(x) * (1.0 + delta));
+        }
+        ok = ok && H5Dwrite(ds, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data()) >= 0;
+        H5Sclose(space);
+        H5Dclose(ds);
+    }
+    H5Fclose(f);
+    return ok;
+}
+
+} // namespace
+
+class TestDiff : public QObject {
+    Q_OBJECT
+private:
+    fs::path scratch_;
+
+private slots:
+    void initTestCase() {
+        QVERIFY2(fs::exists(demoDir() / "clean" / "candidate" / "manifest.json"),
+                 "run the demo_bundles fixture first");
+        scratch_ = fs::temp_directory_path() /
+                   ("ttrace-test-diff-" + std::to_string(QCoreApplication::applicationPid()));
+        fs::remove_all(scratch_);
+        fs::create_directories(scratch_);
+    }
+    void cleanupTestCase() { fs::remove_all(scratch_); }
+
+    void correctDistributedCandidateIsClean() {
+        std::size_t streamed = 0;
+        std::mutex m;
+        const auto r =
+            diffBundleDirs(demoDir() / "clean" / "reference", demoDir() / "clean" / "candidate",
+                           noCache(), {}, [&](const TensorResult&) {
+                               const std::lock_guard lock(m);
+                               ++streamed;
+                           });
+        QVERIFY2(r.diagnostics.empty(), dump(r).c_str());
+        QVERIFY(r.summary.clean);
+        QCOMPARE(r.summary.divergent, std::size_t{0});
+        QVERIFY(r.summary.compared > 100);
+        QCOMPARE(streamed, r.tensors.size());
+        QCOMPARE(r.summary.perturbedVariants, std::size_t{2});
+        qInfo("clean demo: %zu tensors, max ratio %g", r.summary.compared, r.summary.maxRatio);
+        // The promise: no false alarm, with margin.
+        QVERIFY(r.summary.maxRatio <= 1.0);
+        for (const auto& t : r.tensors) {
+            if (t.tolerance.source != "empirical") {
+                QFAIL(("expected empirical tolerance for " + t.id.label()).c_str());
+            }
+        }
+        QVERIFY(!r.firstForwardDivergence && !r.firstBackwardDivergence);
+        QCOMPARE(r.modules.front().name, std::string("layers.0"));
+    }
+    void injectedBugIsLocalized() {
+        const auto r = diffBundleDirs(demoDir() / "bug" / "reference",
+                                      demoDir() / "bug" / "candidate", noCache());
+        QVERIFY2(r.diagnostics.empty(), dump(r).c_str());
+        QVERIFY(!r.summary.clean);
+        QCOMPARE(r.firstForwardDivergence.value_or(""), std::string("layers.1.mlp.fc2"));
+        const auto* fc2 = r.module("layers.1.mlp.fc2");
+        QVERIFY(fc2);
+        QCOMPARE(fc2->origin, Origin::Introduced);
+        QVERIFY(fc2->inputRatio <= 1.0);
+        QCOMPARE(r.module("layers.1.mlp.act")->origin, Origin::Inherited);
+        QCOMPARE(r.module("loss")->origin, Origin::Inherited);
+        // Everything before the bug in iteration 0 is still clean.
+        const auto* before = find(r, "layers.1.mlp.act", TensorKind::ForwardOutput, 0, 0);
+        QVERIFY(before && before->status == Status::Clean);
+        const auto* out = find(r, "layers.1.mlp.fc2", TensorKind::ForwardOutput, 0, 0);
+        QVERIFY(out && out->status == Status::Divergent);
+        // The bug is on rank 1 (tp 1, dp 0): the dp-0 rows diverge, the dp-1 rows do not.
+        double dp0 = 0.0;
+        double dp1 = 0.0;
+        for (const auto& s : out->metrics.shards) {
+            (s.rank < 2 ? dp0 : dp1) = std::max(s.rank < 2 ? dp0 : dp1, s.relError);
+        }
+        QVERIFY(dp0 > 1e3 * dp1);
+        qInfo("bug demo: %zu divergent, ratio at the bug %g", r.summary.divergent, out->ratio);
+    }
+    void subtleBugNearTheFloorIsFlagged() {
+        // A wrong scale of 2.4e-6 (20 float32 eps) on one rank's quarter of fc1's output:
+        // about 8x that tensor's round-off floor, far below what fixed tolerances can see.
+        const auto cand = scratch_ / "subtle";
+        fs::copy(demoDir() / "clean" / "candidate", cand, fs::copy_options::recursive);
+        QVERIFY(scaleDataset(cand / "rank-00000.h5",
+                             "/nominal/iter_0/mb_0/layers.0.mlp.fc1/forward_output/0", 2.4e-6));
+        const auto r = diffBundleDirs(demoDir() / "clean" / "reference", cand, noCache());
+        const auto* t = find(r, "layers.0.mlp.fc1", TensorKind::ForwardOutput, 0, 0);
+        QVERIFY(t);
+        qInfo("subtle bug: error %g, floor %g, tolerance %g, ratio %g", t->metrics.relError,
+              t->tolerance.floorMean, t->tolerance.value, t->ratio);
+        QCOMPARE(t->status, Status::Divergent);
+        QVERIFY(t->ratio < 10.0); // it really is near the floor
+        QCOMPARE(r.firstForwardDivergence.value_or(""), std::string("layers.0.mlp.fc1"));
+        QCOMPARE(r.module("layers.0.mlp.fc1")->origin, Origin::Introduced);
+        QVERIFY(t->metrics.shards.front().relError > 0.0);
+    }
+    void jsonRoundTripsAndMarkdownNamesTheBug() {
+        const auto r = diffBundleDirs(demoDir() / "bug" / "reference",
+                                      demoDir() / "bug" / "candidate", noCache());
+        const auto text = diffResultToJson(r);
+        std::string error;
+        const auto back = diffResultFromJson(text, error);
+        QVERIFY2(back, error.c_str());
+        QCOMPARE(diffResultToJson(*back), text);
+        QCOMPARE(back->tensors.size(), r.tensors.size());
+        const auto md = diffResultToMarkdown(r);
+        QVERIFY(md.find("DIVERGENT") != std::string::npos);
+        QVERIFY(md.find("`layers.1.mlp.fc2`") != std::string::npos);
+        QVERIFY(!diffResultFromJson("{\"schema\": \"other\"}", error));
+    }
+    void cacheHitsAndInvalidates() {
+        const auto ref = scratch_ / "cache-ref";
+        const auto cand = scratch_ / "cache-cand";
+        fs::copy(demoDir() / "clean" / "reference", ref, fs::copy_options::recursive);
+        fs::copy(demoDir() / "clean" / "candidate", cand, fs::copy_options::recursive);
+        DiffOptions options;
+        using clock = std::chrono::steady_clock;
+        auto t0 = clock::now();
+        const auto first = diffBundleDirs(ref, cand, options);
+        const auto cold = std::chrono::duration<double>(clock::now() - t0).count();
+        const auto key = diffCacheKey(ref, cand, options);
+        const auto entry = diffCacheFile(cand / ".ttrace-cache", key);
+        QVERIFY(fs::exists(entry));
+        t0 = clock::now();
+        std::size_t replayed = 0;
+        const auto second =
+            diffBundleDirs(ref, cand, options, {}, [&](const TensorResult&) { ++replayed; });
+        const auto warm = std::chrono::duration<double>(clock::now() - t0).count();
+        qInfo("cache: cold %.3f s, warm %.3f s", cold, warm);
+        QCOMPARE(diffResultToJson(second), diffResultToJson(first));
+        QCOMPARE(replayed, first.tensors.size());
+        // Options are part of the key.
+        DiffOptions other = options;
+        other.tolerance.global = 1e-3;
+        QVERIFY(diffCacheKey(ref, cand, other) != key);
+        QVERIFY(!loadCachedDiff(cand, diffCacheKey(ref, cand, other)));
+        // A rank file that changes (here: a subtle bug written into it) misses the cache.
+        QVERIFY(scaleDataset(cand / "rank-00000.h5",
+                             "/nominal/iter_0/mb_0/layers.0.mlp.fc1/forward_output/0", 1e-3));
+        QVERIFY(diffCacheKey(ref, cand, options) != key);
+        const auto third = diffBundleDirs(ref, cand, options);
+        QVERIFY(!third.summary.clean);
+        // So does a reference file whose time stamp alone changes.
+        const auto key3 = diffCacheKey(ref, cand, options);
+        fs::last_write_time(ref / "manifest.json",
+                            fs::last_write_time(ref / "manifest.json") + std::chrono::seconds(5));
+        QVERIFY(diffCacheKey(ref, cand, options) != key3);
+        // A read-only bundle falls back to the user cache directory.
+        qputenv("XDG_CACHE_HOME", (scratch_ / "xdg").string().c_str());
+        fs::remove_all(cand / ".ttrace-cache");
+        fs::permissions(cand, fs::perms::owner_write, fs::perm_options::remove);
+        const auto stored = storeCachedDiff(cand, key3, third);
+        fs::permissions(cand, fs::perms::owner_write, fs::perm_options::add);
+        if (::geteuid() != 0) { // root writes anywhere
+            QCOMPARE(stored.parent_path(), scratch_ / "xdg" / "ttrace");
+        }
+        QVERIFY(loadCachedDiff(cand, key3));
+    }
+    void unreadableBundlesAreDiagnosed() {
+        const auto r =
+            diffBundleDirs(scratch_ / "nope", demoDir() / "clean" / "candidate", noCache());
+        QVERIFY(hasErrors(r.diagnostics));
+        QVERIFY(!r.summary.clean);
+        QVERIFY(r.tensors.empty());
+        QVERIFY(r.diagnostics.front().location.starts_with("reference"));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestDiff)
+#include "test_diff.moc"

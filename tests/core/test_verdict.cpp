@@ -1,0 +1,165 @@
+// Verdict logic on synthetic results: statuses, module roll-ups, first divergence, origin.
+#include "ttrace/verdict.h"
+
+#include <QtTest>
+
+#include <limits>
+
+using namespace ttrace;
+
+namespace {
+
+std::vector<ModuleInfo> modules() {
+    // Execution order as capture writes it: a layer, then its children as they start.
+    return {{"embed", 0, 0, "Embedding"},  {"layer", 1, 1, "Layer"},
+            {"layer.norm", 2, 1, "Norm"},  {"layer.fc1", 3, 1, "Linear"},
+            {"layer.fc2", 4, 1, "Linear"}, {"head", 5, 2, "Linear"}};
+}
+
+TensorResult tensor(std::string module, TensorKind kind, double ratio, std::int64_t iteration = 0) {
+    TensorResult t;
+    t.id.module = std::move(module);
+    t.id.kind = kind;
+    t.id.iteration = iteration;
+    t.ratio = ratio;
+    t.status = verdictFor(ratio);
+    return t;
+}
+
+} // namespace
+
+class TestVerdict : public QObject {
+    Q_OBJECT
+private slots:
+    void ratiosAndStatuses() {
+        QCOMPARE(toleranceRatio(2e-7, 1e-7), 2.0);
+        QCOMPARE(toleranceRatio(0.0, 0.0), 0.0);
+        QVERIFY(std::isinf(toleranceRatio(1e-9, 0.0))); // exact comparison failed
+        QCOMPARE(verdictFor(1.0), Status::Clean);
+        QCOMPARE(verdictFor(1.0000001), Status::Divergent);
+        QCOMPARE(verdictFor(std::numeric_limits<double>::infinity()), Status::Divergent);
+    }
+    void originTable() {
+        QCOMPARE(classifyOrigin(0.0, 0.5), Origin::None);
+        QCOMPARE(classifyOrigin(0.9, 3.0), Origin::Introduced);  // clean in, divergent out
+        QCOMPARE(classifyOrigin(5.0, 40.0), Origin::Inherited);  // 8x < kIntroducedFactor
+        QCOMPARE(classifyOrigin(5.0, 60.0), Origin::Introduced); // 12x: a second bug
+        QCOMPARE(classifyOrigin(50.0, 20.0), Origin::Inherited);
+    }
+    void forwardBugInNestedModuleIsFoundAndIntroduced() {
+        DiffResult r;
+        r.tensors = {
+            tensor("head", TensorKind::ForwardOutput, 300.0), // later: inherits
+            tensor("embed", TensorKind::ForwardOutput, 0.2),
+            tensor("layer", TensorKind::ForwardInput, 0.2),
+            tensor("layer.norm", TensorKind::ForwardOutput, 0.3),
+            tensor("layer.fc1", TensorKind::ForwardOutput, 0.4),
+            tensor("layer.fc2", TensorKind::ForwardInput, 0.4),
+            tensor("layer.fc2", TensorKind::ForwardOutput, 500.0), // the bug
+            tensor("layer", TensorKind::ForwardOutput, 400.0),
+            tensor("layer.fc2", TensorKind::OutputGrad, 90.0), // gradients of a wrong loss
+            tensor("layer.fc1", TensorKind::InputGrad, 80.0),
+            tensor("head", TensorKind::ParamGrad, 70.0),
+        };
+        r.tensors[0].status = Status::Divergent;
+        assembleVerdicts(r, modules());
+        // Sorted by execution order.
+        QCOMPARE(r.tensors.front().id.module, std::string("embed"));
+        QCOMPARE(r.tensors.back().id.module, std::string("head"));
+        QCOMPARE(r.modules.size(), std::size_t{6});
+        QCOMPARE(r.modules[4].name, std::string("layer.fc2"));
+        QCOMPARE(r.modules[4].tensors.size(), std::size_t{3});
+        // First forward divergence: "layer" (order 1) diverges first, but its child fc2 does
+        // too, so the child is named.
+        QCOMPARE(r.firstForwardDivergence.value_or(""), std::string("layer.fc2"));
+        // Backward: reverse order, the head's gradient comes first.
+        QCOMPARE(r.firstBackwardDivergence.value_or(""), std::string("head"));
+        const auto* fc2 = r.module("layer.fc2");
+        QCOMPARE(fc2->status, Status::Divergent);
+        QCOMPARE(fc2->origin, Origin::Introduced);
+        QCOMPARE(fc2->inputRatio, 0.4);
+        QCOMPARE(fc2->outputRatio, 500.0);
+        // The head's input was not captured: the outputs of modules before it stand in.
+        QCOMPARE(r.module("head")->origin, Origin::Inherited);
+        QCOMPARE(r.module("head")->inputRatio, 500.0);
+        // fc1's forward is clean; its backward consumes fc2's divergent output gradient.
+        QCOMPARE(r.module("layer.fc1")->origin, Origin::Inherited);
+        QCOMPARE(r.module("embed")->status, Status::Clean);
+        QCOMPARE(r.module("embed")->origin, Origin::None);
+        QCOMPARE(r.summary.compared, std::size_t{11});
+        QCOMPARE(r.summary.divergent, std::size_t{6});
+        QCOMPARE(r.summary.maxRatio, 500.0);
+        QVERIFY(!r.summary.clean);
+    }
+    void gradientBugIsIntroducedInBackward() {
+        // Forward clean everywhere; fc1's input gradient is wrong although its output gradient
+        // is fine: a backward bug introduced in fc1.
+        DiffResult r;
+        r.tensors = {
+            tensor("layer.fc1", TensorKind::ForwardOutput, 0.5),
+            tensor("layer.fc1", TensorKind::OutputGrad, 0.6),
+            tensor("layer.fc1", TensorKind::InputGrad, 30.0),
+            tensor("layer.norm", TensorKind::OutputGrad, 30.0),
+            tensor("embed", TensorKind::ParamGrad, 25.0),
+        };
+        assembleVerdicts(r, modules());
+        QVERIFY(!r.firstForwardDivergence);
+        QCOMPARE(r.firstBackwardDivergence.value_or(""), std::string("layer.fc1"));
+        QCOMPARE(r.module("layer.fc1")->origin, Origin::Introduced);
+        QCOMPARE(r.module("layer.norm")->origin, Origin::Inherited);
+        QCOMPARE(r.module("embed")->origin, Origin::Inherited);
+    }
+    void laterIterationsInheritThroughParameters() {
+        // Iteration 0: only the optimizer output of fc2 diverges (a wrong update);
+        // iteration 1: fc2's parameter is wrong, so its forward output inherits.
+        DiffResult r;
+        r.tensors = {
+            tensor("layer.fc2", TensorKind::ParamGrad, 0.5, 0),
+            tensor("layer.fc2", TensorKind::Parameter, 0.0, 0),
+            tensor("layer.fc2", TensorKind::ParamAfterStep, 50.0, 0),
+            tensor("layer.fc2", TensorKind::Parameter, 50.0, 1),
+            tensor("layer.fc2", TensorKind::ForwardOutput, 40.0, 1),
+            tensor("layer", TensorKind::ForwardInput, 0.3, 1),
+            tensor("layer", TensorKind::ForwardOutput, 40.0, 1),
+        };
+        assembleVerdicts(r, modules());
+        QCOMPARE(r.module("layer.fc2")->origin, Origin::Introduced); // at the optimizer step
+        QCOMPARE(r.module("layer.fc2")->outputRatio, 50.0);
+        // The layer's own input is clean, but its child's parameter counts as its input.
+        QCOMPARE(r.module("layer")->origin, Origin::Inherited);
+        QCOMPARE(r.firstForwardDivergence.value_or(""), std::string("layer.fc2"));
+    }
+    void missingInvalidAndUnknownModules() {
+        DiffResult r;
+        r.tensors = {tensor("layer.norm", TensorKind::ForwardOutput, 0.1),
+                     tensor("layer.norm", TensorKind::ForwardInput, 0.0),
+                     tensor("extra.module", TensorKind::ForwardOutput, 0.1)};
+        r.tensors[1].status = Status::Missing;
+        r.tensors.push_back(tensor("head", TensorKind::ForwardOutput, 0.0));
+        r.tensors.back().status = Status::Invalid;
+        assembleVerdicts(r, modules());
+        QCOMPARE(r.summary.compared, std::size_t{2});
+        QCOMPARE(r.summary.missing, std::size_t{1});
+        QCOMPARE(r.summary.invalid, std::size_t{1});
+        QVERIFY(!r.summary.clean); // invalid tensors could hide a bug
+        QCOMPARE(r.module("layer.norm")->status, Status::Missing);
+        QCOMPARE(r.module("head")->status, Status::Invalid);
+        QVERIFY(r.module("extra.module"));
+        QCOMPARE(r.modules.back().name, std::string("extra.module")); // appended
+        const auto worst = worstTensors(r, 2);
+        QCOMPARE(worst.size(), std::size_t{2});
+        QCOMPARE(r.tensors[worst[0]].status, Status::Invalid);
+    }
+    void cleanRunIsClean() {
+        DiffResult r;
+        r.tensors = {tensor("embed", TensorKind::ForwardOutput, 0.9),
+                     tensor("head", TensorKind::ParamGrad, 1.0)};
+        assembleVerdicts(r, modules());
+        QVERIFY(r.summary.clean);
+        QVERIFY(!r.firstForwardDivergence && !r.firstBackwardDivergence);
+        QCOMPARE(r.summary.maxRatio, 1.0);
+    }
+};
+
+QTEST_GUILESS_MAIN(TestVerdict)
+#include "test_verdict.moc"
