@@ -7,8 +7,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from cli_paths import ttrace_binary
+
 from ttrace import demo_bundles
 
 

@@ -1,0 +1,1 @@
+"""Example training programs traced with ttrace."""

@@ -1,0 +1,204 @@
+"""Train the example GPT and capture a ttrace bundle.
+
+Candidate (N = tp*pp*dp*cp processes):
+    torchrun --standalone --nproc-per-node 4 -m examples.gpt.train --tp 2 --pp 2 --out cand
+Reference (one process, same global batch; parallel sizes are ignored):
+    python -m examples.gpt.train --reference --perturbations 2 --out ref
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import time
+from collections.abc import Sequence
+
+import torch
+import torch.distributed as dist
+
+import ttrace.capture as ttc
+
+from . import bugs
+from .adam import AdamHyper
+from .config import GPTConfig, ParallelConfig
+from .data import global_batch, local_slice
+from .dist_optimizer import DistributedOptimizer
+from .grads import finalize_grads, is_expert
+from .layers.context import LayerContext
+from .local_optimizer import LocalAdam
+from .model import GPTStage
+from .parallel_state import ParallelState
+from .schedule import forward_backward_1f1b, forward_backward_no_pipelining
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    a = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    for name in ("tp", "pp", "dp", "cp", "ep"):
+        a.add_argument(f"--{name}", type=int, default=1)
+    a.add_argument("--reference", action="store_true", help="single-process reference run")
+    a.add_argument("--no-sequence-parallel", action="store_true")
+    a.add_argument("--dist-optimizer", action="store_true")
+    a.add_argument("--sgd", action="store_true", help="SGD instead of Adam")
+    a.add_argument("--precision", default="fp32", choices=["fp32", "bf16", "bf16-autocast", "fp8"])
+    a.add_argument("--hidden", type=int, default=32)
+    a.add_argument("--layers", type=int, default=4)
+    a.add_argument("--seq-len", type=int, default=16)
+    a.add_argument("--experts", type=int, default=0, help="MoE experts (0: dense)")
+    a.add_argument("--global-batch", type=int, default=4, help="sequences per micro-batch")
+    a.add_argument("--micro-batches", type=int, default=2)
+    a.add_argument("--iterations", type=int, default=2)
+    a.add_argument("--capture", default="all", help="iterations to capture: all, none, or 0,1")
+    a.add_argument("--perturbations", type=int, default=0, help="reference: perturbed variants")
+    a.add_argument("--seed", type=int, default=1234)
+    a.add_argument("--out", default="ttrace-bundle")
+    a.add_argument("--inject", action="append", default=[], help="bug-zoo bug name (repeat)")
+    a.add_argument("--stats", action="store_true", help="print timing/memory as JSON (rank 0)")
+    return a.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = parse_args(argv)
+    torch.use_deterministic_algorithms(True)
+    torch.set_num_threads(1)
+    cfg = GPTConfig(
+        hidden=args.hidden,
+        layers=args.layers,
+        seq_len=args.seq_len,
+        num_experts=args.experts,
+        precision=args.precision,
+    )
+    pcfg = (
+        ParallelConfig(bugs=set(args.inject))
+        if args.reference
+        else ParallelConfig(
+            args.tp,
+            args.pp,
+            args.dp,
+            args.cp,
+            args.ep,
+            sequence_parallel=not args.no_sequence_parallel,
+            dist_optimizer=args.dist_optimizer,
+            bugs=set(args.inject),
+        )
+    )
+    bugs.check(pcfg.bugs)
+    if args.reference:
+        ps = ParallelState.single(pcfg)
+    else:
+        dist.init_process_group("gloo")
+        ps = ParallelState.build(pcfg)
+    params_dtype = torch.bfloat16 if args.precision == "bf16" else torch.float32
+    ctx = LayerContext(
+        tp_group=ps.group("tp"),
+        cp_group=ps.group("cp"),
+        ep_group=ps.group("ep"),
+        amax_group=ps.group("amax"),
+        sequence_parallel=pcfg.sequence_parallel,
+        precision=args.precision,
+        bugs=pcfg.bugs,
+        params_dtype=params_dtype,
+    )
+    model = GPTStage(cfg, ctx, ps.pp_rank, pcfg.pp)
+    info = ttc.ParallelInfo(
+        tp=pcfg.tp, pp=pcfg.pp, dp=pcfg.dp, cp=pcfg.cp, ep=pcfg.ep,
+        tp_rank=ps.tp_rank, pp_rank=ps.pp_rank, dp_rank=ps.dp_rank, cp_rank=ps.cp_rank,
+    )  # fmt: skip
+    ttc.seeded_init(model, args.seed, parallel=info)
+
+    params = [p for p in model.parameters()]
+    hyper = AdamHyper(sgd=args.sgd)
+    if pcfg.dist_optimizer:
+        optimizer = DistributedOptimizer(
+            [p for p in params if not is_expert(p)],
+            hyper,
+            ps.group("dp_cp"),
+            local_params=[p for p in params if is_expert(p)],
+        )
+    else:
+        optimizer = LocalAdam(params, hyper)
+
+    capture = (
+        list(range(args.iterations))
+        if args.capture == "all"
+        else []
+        if args.capture == "none"
+        else [int(x) for x in args.capture.split(",")]
+    )
+    rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    tracer = ttc.Tracer(
+        model,
+        optimizer,
+        args.out,
+        role="reference" if args.reference else "candidate",
+        iterations=capture,
+        parallel=info,
+        precision=args.precision,
+        perturbations=args.perturbations if args.reference else 0,
+        model_name=cfg.describe(),
+    )
+
+    tokens = args.micro_batches * args.global_batch * cfg.seq_len
+    act_dtype = torch.bfloat16 if args.precision == "bf16" else torch.float32
+    sp = pcfg.tp if ctx.sp else 1
+    shape = (cfg.seq_len // pcfg.cp // sp, args.global_batch // pcfg.dp, cfg.hidden)
+    step_times: dict[bool, list[float]] = {True: [], False: []}
+
+    for it in range(args.iterations):
+        ids, labels = global_batch(
+            args.seed, it, args.micro_batches, args.global_batch, cfg.seq_len, cfg.vocab_size
+        )
+        ids = local_slice(ids, ps.dp_rank, pcfg.dp, ps.cp_rank, pcfg.cp)
+        labels = local_slice(labels, ps.dp_rank, pcfg.dp, ps.cp_rank, pcfg.cp)
+
+        def forward_step(
+            i: int, x: torch.Tensor | None, ids: torch.Tensor = ids, labels: torch.Tensor = labels
+        ) -> torch.Tensor:
+            autocast = torch.autocast(
+                "cpu", dtype=torch.bfloat16, enabled=args.precision == "bf16-autocast"
+            )
+            with autocast:
+                out = model(ids[i] if ps.is_first_stage else x, labels[i])
+            if ps.is_last_stage:
+                # Normalized by the global token count: every rank's gradient is a partial sum.
+                return out.float().sum() / tokens
+            return out
+
+        for _variant in tracer.variants(it):
+            if ps.cfg.world_size > 1:
+                dist.barrier()
+            t0 = time.perf_counter()
+            optimizer.zero_grad()
+            with tracer.step(it):
+                if pcfg.pp > 1:
+                    forward_backward_1f1b(forward_step, args.micro_batches, ps, shape, act_dtype)
+                else:
+                    forward_backward_no_pipelining(forward_step, args.micro_batches)
+                finalize_grads(params, ps, optimizer if pcfg.dist_optimizer else None)
+                optimizer.step()
+            if _variant == "nominal" and it > 0:  # iteration 0 includes warm-up
+                step_times[it in capture].append(time.perf_counter() - t0)
+
+    record = tracer.close()
+    if args.stats and ps.rank == 0:
+        rss1 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        stats = {
+            "step_s_traced": _mean(step_times[True]),
+            "step_s_untraced": _mean(step_times[False]),
+            "bytes_per_traced_step": record.bytes / max(1, len(capture)),
+            "tensors": record.tensors,
+            "peak_pending_bytes": tracer.writer.peak_pending_bytes,
+            "maxrss_delta_kib": rss1 - rss0,
+        }
+        print("TTRACE_STATS " + json.dumps(stats), flush=True)
+    if not args.reference:
+        dist.barrier()
+        dist.destroy_process_group()
+
+
+def _mean(xs: list[float]) -> float | None:
+    return sum(xs) / len(xs) if xs else None
+
+
+if __name__ == "__main__":
+    main()

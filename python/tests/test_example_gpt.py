@@ -1,0 +1,154 @@
+"""End-to-end: the example GPT under real multi-process torchrun (gloo, CPU) produces bundles
+that validate, and every merged candidate tensor equals the reference to round-off."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import h5py
+import pytest
+
+from ttrace.bundle.reader import BundleReader, compare_bundles, rel_error
+
+REPO = Path(__file__).resolve().parents[2]
+FP32_TOL = 1e-5
+# Two layers keep every run to seconds; pipeline stages still get one layer each.
+SMALL = ("--layers", "2")
+
+
+def run_example(out: Path, nproc: int, *args: str, timeout: float = 240) -> str:
+    """Run examples.gpt.train (through torchrun when nproc > 1); fail with its output."""
+    path = os.pathsep.join([str(REPO / "python"), str(REPO), os.environ.get("PYTHONPATH", "")])
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=path)
+    cmd = [sys.executable, "-m", "examples.gpt.train", "--out", str(out), *SMALL, *args]
+    if nproc > 1:
+        cmd[1:3] = [
+            "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}",
+            "-m", "examples.gpt.train",
+        ]  # fmt: skip
+    proc = subprocess.run(
+        cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout, check=False
+    )
+    assert proc.returncode == 0, f"{' '.join(cmd)} failed:\n{proc.stdout}\n{proc.stderr[-4000:]}"
+    return proc.stdout
+
+
+def placement_kinds(bundle: Path) -> set[str]:
+    """Which placement features the bundle's shards use (copy/sum/replica, flat, multi-box)."""
+    kinds: set[str] = set()
+
+    def visit(_: str, obj: object) -> None:
+        if isinstance(obj, h5py.Dataset):
+            a = obj.attrs
+            kinds.add(str(a["combine"]))
+            kinds.add(str(a["placement"]))
+            if "boxes" in a and len(a["boxes"]) > 1:
+                kinds.add("multi-box")
+
+    for f in sorted(bundle.glob("rank-*.h5")):
+        with h5py.File(f, "r") as h:
+            h.visititems(visit)
+    return kinds
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("ref") / "bundle"
+    run_example(out, 1, "--reference", "--perturbations", "2")
+    return out
+
+
+@pytest.fixture(scope="module")
+def reference_moe(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("ref_moe") / "bundle"
+    run_example(out, 1, "--reference", "--experts", "4")
+    return out
+
+
+def check_candidate(cand: Path, ref: Path, tol: float = FP32_TOL) -> dict:
+    errors, problems = compare_bundles(cand, ref)
+    assert problems == []
+    assert errors, "no tensors compared"
+    worst = max(errors, key=errors.get)
+    assert errors[worst] < tol, f"{worst}: relative error {errors[worst]:.3e} >= {tol}"
+    return errors
+
+
+def test_reference_validates_with_perturbed_variants(reference: Path) -> None:
+    reader = BundleReader(reference)
+    assert reader.validate() == []
+    manifest = json.loads((reference / "manifest.json").read_text())
+    assert manifest["variants"] == ["nominal", "perturbed-1", "perturbed-2"]
+    assert manifest["perturbation"]["scheme"] == "relative-uniform"
+    assert manifest["perturbation"]["module"] == "embedding"
+    assert manifest["modules"][0] == {
+        "name": "embedding", "order": 0, "depth": 0, "type": "VocabParallelEmbedding",
+    }  # fmt: skip
+    depth = {m["name"]: m["depth"] for m in manifest["modules"]}
+    assert depth["layers.1.mlp"] == 2 and depth["final_layernorm"] == 3
+    # perturbed variants differ from nominal by round-off, not more, and not zero
+    out = ("nominal", 0, 0, "layers.1", "forward_output", "0")
+    err = rel_error(reader.merged(("perturbed-1", *out[1:])), reader.merged(out))
+    assert 0 < err < 1e-5
+
+
+@pytest.mark.parametrize(
+    ("nproc", "args", "expected"),
+    [
+        (4, ("--tp", "2", "--pp", "2"), {"copy", "sum", "replica"}),
+        (4, ("--tp", "2", "--dp", "2"), {"copy", "sum", "replica"}),
+        (2, ("--cp", "2"), {"multi-box", "sum"}),
+        (2, ("--dp", "2", "--dist-optimizer"), {"flat", "sum"}),
+    ],
+    ids=["tp2pp2", "tp2dp2", "cp2", "dp2-distopt"],
+)
+def test_candidate_matches_reference(
+    tmp_path: Path, reference: Path, nproc: int, args: tuple[str, ...], expected: set[str]
+) -> None:
+    cand = tmp_path / "cand"
+    run_example(cand, nproc, *args)
+    check_candidate(cand, reference)  # validates both bundles and merges every tensor
+    assert expected <= placement_kinds(cand)
+
+
+def test_expert_parallel_matches_reference(tmp_path: Path, reference_moe: Path) -> None:
+    cand = tmp_path / "cand"
+    run_example(cand, 2, "--dp", "2", "--ep", "2", "--experts", "4")
+    errors = check_candidate(cand, reference_moe)
+    # global expert ids: rank 1 holds experts 2 and 3 under their global names
+    assert any(i[3] == "layers.1.mlp.experts.local_experts.3" for i in errors)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("nproc", "args"),
+    [
+        (4, ("--tp", "2", "--cp", "2")),
+        (2, ("--tp", "2", "--no-sequence-parallel")),
+        (4, ("--tp", "2", "--dp", "2", "--dist-optimizer")),
+    ],
+    ids=["tp2cp2", "tp2-nosp", "tp2dp2-distopt"],
+)
+def test_more_layouts_match_reference(
+    tmp_path: Path, reference: Path, nproc: int, args: tuple[str, ...]
+) -> None:
+    cand = tmp_path / "cand"
+    run_example(cand, nproc, *args)
+    check_candidate(cand, reference)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("precision", "tol"), [("bf16", 0.1), ("bf16-autocast", 0.1), ("fp8", 1e-3)]
+)
+def test_precisions_match_reference(tmp_path: Path, precision: str, tol: float) -> None:
+    ref, cand = tmp_path / "ref", tmp_path / "cand"
+    run_example(ref, 1, "--reference", "--precision", precision)
+    run_example(cand, 2, "--tp", "2", "--precision", precision)
+    check_candidate(cand, ref, tol)
+    manifest = json.loads((cand / "manifest.json").read_text())
+    assert manifest["precision"] == precision

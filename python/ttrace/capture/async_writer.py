@@ -1,0 +1,111 @@
+"""Moves captured tensors to disk on a background thread.
+
+Hooks hand over tensors already copied to host memory (so later in-place updates of the
+original cannot change what gets written) and return at once; one thread writes them into
+the rank's HDF5 file in order. A byte budget bounds the host memory held by pending tensors:
+the producer blocks only while the budget is exceeded. A failed write is remembered, further
+tensors are dropped, and the failure is raised (naming the tensor) at the next `put`,
+`flush` or `close`.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import deque
+
+import torch
+
+from ttrace.bundle import BundleWriter, Placement, RankRecord, TensorKey
+
+from .errors import TracerError
+
+log = logging.getLogger("ttrace.capture")
+
+_STOP = object()
+
+
+class AsyncWriter:
+    def __init__(self, writer: BundleWriter, memory_cap_bytes: int = 1 << 30) -> None:
+        self.writer = writer
+        self.cap = int(memory_cap_bytes)
+        self._items: deque = deque()
+        self._pending_bytes = 0
+        self._cond = threading.Condition()
+        self._error: TracerError | None = None
+        self._busy = False
+        self.peak_pending_bytes = 0
+        self.bytes_written = 0
+        self.tensors_written = 0
+        self._record: RankRecord | None = None
+        self._thread = threading.Thread(target=self._run, name="ttrace-writer", daemon=True)
+        self._thread.start()
+
+    def put(self, key: TensorKey, tensor: torch.Tensor, placement: Placement | None) -> None:
+        """Queue a host tensor the caller will not touch again."""
+        nbytes = tensor.numel() * tensor.element_size()
+        with self._cond:
+            self._raise_pending()
+            # Block only when over budget and something is in flight that will free memory.
+            while self._pending_bytes > 0 and self._pending_bytes + nbytes > self.cap:
+                self._cond.wait()
+                self._raise_pending()
+            self._items.append((key, tensor, placement, nbytes))
+            self._pending_bytes += nbytes
+            self.peak_pending_bytes = max(self.peak_pending_bytes, self._pending_bytes)
+            self._cond.notify_all()
+
+    def flush(self) -> None:
+        """Wait until everything queued is on disk and the file is flushed."""
+        with self._cond:
+            while (self._items or self._busy) and self._error is None:
+                self._cond.wait()
+            self._raise_pending()
+        self.writer.flush()
+
+    def close(self) -> RankRecord:
+        """Drain, stop the thread and close the rank file (also after a failure)."""
+        if self._record is not None:
+            return self._record
+        with self._cond:
+            self._items.append((_STOP, None, None, 0))
+            self._cond.notify_all()
+        self._thread.join()
+        self._record = self.writer.close()
+        with self._cond:
+            self._raise_pending()
+        return self._record
+
+    @property
+    def error(self) -> TracerError | None:
+        return self._error
+
+    def _raise_pending(self) -> None:
+        if self._error is not None:
+            raise self._error
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._items:
+                    self._cond.wait()
+                key, tensor, placement, nbytes = self._items.popleft()
+                self._busy = key is not _STOP
+            if key is _STOP:
+                return
+            try:
+                if self._error is None:
+                    self.writer.write(key, tensor, placement)
+                    self.bytes_written += nbytes
+                    self.tensors_written += 1
+            except Exception as exc:  # keep the thread alive to drain and release producers
+                msg = f"ttrace: writing {key.path} on rank {self.writer.rank} failed: {exc}"
+                log.error(msg)
+                with self._cond:
+                    self._error = TracerError(msg)
+                    self._error.__cause__ = exc
+            finally:
+                with self._cond:
+                    self._pending_bytes -= nbytes
+                    self._busy = False
+                    self._cond.notify_all()

@@ -1,0 +1,60 @@
+"""The manifest's module list: execution order and layer depth, merged over ranks.
+
+Each rank sees only its own pipeline stage (and under VPP, several model chunks), so each
+records the modules it ran in call order; rank 0 merges them stage by stage: model chunk c
+on pipeline rank p runs at position c * pp + p. Depth is the number of transformer layers
+between the model input and the module: ``layers.<n>.*`` is at depth n + 1, modules that
+run before the first layer at 0, modules after the last layer at (number of layers) + 1.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+_LAYER = re.compile(r"(?:^|\.)layers\.(\d+)(?:\.|$)")
+
+
+@dataclass
+class ModuleTable:
+    # (name, type, model chunk) in first-call order on this rank
+    entries: list[tuple[str, str, int]] = field(default_factory=list)
+    _seen: set[str] = field(default_factory=set)
+
+    def record(self, name: str, type_name: str, chunk: int) -> None:
+        if name not in self._seen:
+            self._seen.add(name)
+            self.entries.append((name, type_name, chunk))
+
+    def export(self, pp_rank: int, pp: int) -> list[tuple[int, int, str, str]]:
+        """Picklable rows (stage position, local order, name, type) for gathering."""
+        return [(c * pp + pp_rank, i, n, t) for i, (n, t, c) in enumerate(self.entries)]
+
+
+def layer_of(name: str) -> int | None:
+    m = _LAYER.search(name)
+    return int(m.group(1)) if m else None
+
+
+def merge_tables(rows_per_rank: list[list[tuple[int, int, str, str]]]) -> list[dict[str, Any]]:
+    best: dict[str, tuple[int, int, str]] = {}
+    for rows in rows_per_rank:
+        for stage, order, name, type_name in rows:
+            key = (stage, order)
+            if name not in best or key < best[name][:2]:
+                best[name] = (stage, order, type_name)
+    ordered = sorted(best.items(), key=lambda kv: kv[1][:2])
+    layers = [layer_of(n) for n, _ in ordered]
+    known = [x for x in layers if x is not None]
+    after = (max(known) + 2) if known else 0
+    out: list[dict[str, Any]] = []
+    seen_layer = False
+    for order, ((name, (_, _, type_name)), layer) in enumerate(zip(ordered, layers, strict=True)):
+        if layer is not None:
+            seen_layer = True
+            depth = layer + 1
+        else:
+            depth = after if seen_layer else 0
+        out.append({"name": name, "order": order, "depth": depth, "type": type_name})
+    return out

@@ -1,0 +1,93 @@
+"""Where this rank sits in the parallel layout: what placement inference needs to know."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+COORDS = ("tp", "pp", "dp", "cp", "ep", "vpp")
+
+
+@dataclass(frozen=True)
+class ParallelInfo:
+    """Sizes and this rank's coordinates.
+
+    Activations are assumed in Megatron-LM's layout: ``[s, b, h]`` (``seq_dim=0``,
+    ``batch_dim=1``); token ids enter the embedding as ``[b, s]``. Expert parallelism
+    subdivides data parallelism: ``ep`` consecutive dp ranks form an expert-parallel group,
+    and the expert-data-parallel rank is ``dp_rank // ep``.
+
+    ``grad_reduce`` says how the program reduces gradients over data-parallel ranks:
+    ``"sum"`` when the loss is normalized by the global token count (each rank's ``.grad``
+    is then a true partial sum of the reference gradient), ``"mean"`` when it is normalized
+    per rank and gradients are averaged (Megatron's default); then captured per-rank
+    gradients are divided by the number of partials, which is exact for powers of two.
+    """
+
+    tp: int = 1
+    pp: int = 1
+    dp: int = 1
+    cp: int = 1
+    ep: int = 1
+    vpp: int = 1
+    tp_rank: int = 0
+    pp_rank: int = 0
+    dp_rank: int = 0
+    cp_rank: int = 0
+    vpp_rank: int = 0
+    seq_dim: int = 0
+    batch_dim: int = 1
+    cp_layout: str = "two_chunk"  # or "contiguous"
+    grad_reduce: str = "sum"
+
+    def __post_init__(self) -> None:
+        for name in COORDS:
+            size = getattr(self, name)
+            if size < 1:
+                raise ValueError(f"parallel size {name}={size} must be >= 1")
+            if name in ("ep",):
+                continue
+            rank = getattr(self, f"{name}_rank")
+            if not 0 <= rank < size:
+                raise ValueError(f"{name}_rank={rank} is not in [0, {name}={size})")
+        if self.dp % self.ep:
+            raise ValueError(f"ep={self.ep} must divide dp={self.dp}")
+        if self.cp_layout not in ("two_chunk", "contiguous"):
+            raise ValueError(
+                f"cp_layout must be 'two_chunk' or 'contiguous', not {self.cp_layout!r}"
+            )
+        if self.grad_reduce not in ("sum", "mean"):
+            raise ValueError(f"grad_reduce must be 'sum' or 'mean', not {self.grad_reduce!r}")
+
+    @property
+    def ep_rank(self) -> int:
+        return self.dp_rank % self.ep
+
+    @property
+    def edp(self) -> int:
+        return self.dp // self.ep
+
+    @property
+    def edp_rank(self) -> int:
+        return self.dp_rank // self.ep
+
+    @property
+    def world_size(self) -> int:
+        return self.tp * self.pp * self.dp * self.cp
+
+    def sizes(self) -> dict[str, int]:
+        return {name: getattr(self, name) for name in COORDS}
+
+    def coords(self) -> dict[str, int]:
+        return {
+            "tp": self.tp_rank,
+            "pp": self.pp_rank,
+            "dp": self.dp_rank,
+            "cp": self.cp_rank,
+            "ep": self.ep_rank,
+            "vpp": self.vpp_rank,
+        }
+
+    @classmethod
+    def single(cls) -> ParallelInfo:
+        """A single-device run (the reference)."""
+        return cls()

@@ -1,0 +1,78 @@
+"""Identical starting weights for the reference and every candidate layout.
+
+Each full logical parameter is drawn from its own generator, seeded from its canonical name
+and the run seed, then this rank keeps its shard (by the same placement inference used for
+capture). So a parameter's values do not depend on the parallel layout, on the order
+parameters are created, or on which pipeline stage or expert-parallel rank holds it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Sequence
+
+import torch
+from torch import nn
+
+from ttrace.bundle import Placement
+
+from .call_structure import CallStructure
+from .dtensor_placement import dtensor_placement, is_dtensor
+from .inference import PlacementInference
+from .naming import ROOT_NAME, canonical_names
+from .parallel_info import ParallelInfo
+from .shard_math import slice_full
+
+InitFn = Callable[[str, tuple[int, ...], torch.Generator], torch.Tensor]
+PlacementFn = Callable[[str, nn.Parameter], Placement]
+
+
+def param_seed(name: str, seed: int) -> int:
+    digest = hashlib.sha256(name.encode()).digest()
+    return (int.from_bytes(digest[:8], "little") ^ int(seed)) & ((1 << 63) - 1)
+
+
+def default_init(name: str, shape: tuple[int, ...], g: torch.Generator) -> torch.Tensor:
+    """Matrices N(0, 1/fan_in); vectors named *bias ~ 0.1*N(0,1); other vectors (norm
+    weights) 1 + 0.1*N(0,1) so that their replicas are distinguishable from defaults."""
+    noise = torch.randn(shape, generator=g, dtype=torch.float32)
+    if len(shape) >= 2:
+        return noise / shape[-1] ** 0.5
+    if name.endswith("bias"):
+        return 0.1 * noise
+    return 1.0 + 0.1 * noise
+
+
+def seeded_init(
+    model: nn.Module | Sequence[nn.Module],
+    seed: int,
+    placement_fn: PlacementFn | None = None,
+    *,
+    parallel: ParallelInfo | None = None,
+    init_fn: InitFn | None = None,
+) -> dict[str, Placement]:
+    """Initialize every parameter from (canonical name, seed); returns the placements used."""
+    roots = list(model) if isinstance(model, Sequence) else [model]
+    names = canonical_names(roots)
+    inference = PlacementInference(names, parallel or ParallelInfo.single(), CallStructure())
+    init = init_fn or default_init
+    used: dict[str, Placement] = {}
+    for module, mname in names.names.items():
+        for pname, p in module.named_parameters(recurse=False):
+            full_name = pname if mname == ROOT_NAME else f"{mname}.{pname}"
+            if is_dtensor(p):
+                local_target, placement = dtensor_placement(p)
+            else:
+                local_target = p
+                placement = (
+                    placement_fn(full_name, p)
+                    if placement_fn is not None
+                    else inference.param_placement(p, p.shape, module, "parameter")[0]
+                )
+            g = torch.Generator().manual_seed(param_seed(full_name, seed))
+            full = init(full_name, tuple(placement.global_shape), g)
+            local = slice_full(full, placement, tuple(local_target.shape))
+            with torch.no_grad():
+                local_target.copy_(local.to(local_target.dtype))
+            used[full_name] = placement
+    return used

@@ -1,0 +1,264 @@
+"""The tracer: attach to a model (and optimizer), capture tensors, write one bundle.
+
+    tracer = Tracer(model, optimizer, "bundle/", role="candidate", iterations=[0, 1],
+                    parallel=ParallelInfo(tp=2, tp_rank=..., ...))
+    for it in range(steps):
+        with tracer.step(it):
+            ...forward/backward over micro-batches..., optimizer.step()
+    tracer.close()   # collective: rank 0 writes manifest.json
+
+Micro-batches are numbered by counting forward calls of each model chunk within the step
+(or set explicitly with `tracer.micro_batch(m)`). Without `step()`, the iteration starts at
+0 and advances after every optimizer step.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import copy
+import logging
+import os
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.distributed as dist
+from torch import nn
+
+from ttrace.bundle import BundleWriter, Placement, RankRecord, TensorKey, write_manifest
+
+from .async_writer import AsyncWriter
+from .call_structure import CallStructure
+from .capture_state import CaptureState
+from .errors import TracerError
+from .inference import PlacementInference
+from .module_hooks import ModuleHooks
+from .module_table import ModuleTable, merge_tables
+from .naming import canonical_names
+from .optimizer_hooks import OptimizerHooks
+from .parallel_info import ParallelInfo
+from .perturbation import Perturbation
+from .selection import ModuleSpec, select_modules
+
+log = logging.getLogger("ttrace.capture")
+
+
+class Tracer:
+    def __init__(
+        self,
+        model: nn.Module | Sequence[nn.Module],
+        optimizer: Any = None,
+        out_dir: str | os.PathLike[str] = "ttrace-bundle",
+        *,
+        role: str = "candidate",
+        iterations: Sequence[int] | None = None,
+        micro_batches: Sequence[int] | None = None,
+        modules: ModuleSpec = None,
+        parallel: ParallelInfo | None = None,
+        precision: str = "fp32",
+        perturbations: int | Perturbation = 0,
+        kinds: Sequence[str] | None = None,
+        model_name: str = "",
+        memory_cap_bytes: int = 1 << 30,
+        rank: int | None = None,
+        world_size: int | None = None,
+    ) -> None:
+        self.roots = list(model) if isinstance(model, Sequence) else [model]
+        self.optimizer = optimizer
+        self.out_dir = Path(out_dir)
+        self.role = role
+        self.parallel = parallel or ParallelInfo.single()
+        self.precision = precision
+        self.model_name = model_name
+        distributed = dist.is_available() and dist.is_initialized()
+        self.rank = rank if rank is not None else (dist.get_rank() if distributed else 0)
+        self.world_size = (
+            world_size if world_size is not None else (dist.get_world_size() if distributed else 1)
+        )
+        self.perturbation = (
+            perturbations
+            if isinstance(perturbations, Perturbation)
+            else Perturbation(count=int(perturbations))
+        )
+        if role == "candidate" and self.perturbation.count:
+            raise ValueError("only a reference has perturbed variants")
+        self.state = CaptureState(
+            iterations=set(iterations) if iterations is not None else None,
+            micro_batches=set(micro_batches) if micro_batches is not None else None,
+            kinds=set(kinds) if kinds is not None else None,
+        )
+        self.names = canonical_names(self.roots)
+        self.selected = select_modules(self.names, modules)
+        self.calls = CallStructure()
+        self.inference = PlacementInference(self.names, self.parallel, self.calls)
+        self.table = ModuleTable()
+        writer = BundleWriter(
+            self.out_dir, self.rank, self.world_size, role, self.parallel.coords()
+        )
+        self.writer = AsyncWriter(writer, memory_cap_bytes)
+        self.hooks = ModuleHooks(
+            self.names, self.inference, self.state, self._sink, self.table, self.perturbation
+        )
+        self.hooks.install(self.roots, self.selected)
+        self.opt_hooks = (
+            OptimizerHooks(optimizer, self.hooks, self.state, self._after_optimizer_step)
+            if optimizer is not None
+            else None
+        )
+        self._explicit_step = False
+        self._closed = False
+        self._record: RankRecord | None = None
+        atexit.register(self._atexit)
+
+    # --- the training loop's side -----------------------------------------------------------
+
+    @contextlib.contextmanager
+    def step(self, iteration: int, micro_batch: int | None = None) -> Iterator[Tracer]:
+        """Capture one training step (forward/backward of its micro-batches and the
+        optimizer step) as `iteration`. With `micro_batch`, everything inside is that
+        micro-batch."""
+        s = self.state
+        s.iteration, s.in_step, self._explicit_step = int(iteration), True, True
+        s.explicit_mb = micro_batch
+        s.reset_counters()
+        self.hooks.grad_count.clear()
+        try:
+            yield self
+        except BaseException:
+            # Keep what was captured before the failure: drain it to disk, then re-raise.
+            with contextlib.suppress(Exception):
+                self.writer.flush()
+            raise
+        finally:
+            s.in_step, self._explicit_step, s.explicit_mb = False, False, None
+
+    @contextlib.contextmanager
+    def micro_batch(self, micro_batch: int) -> Iterator[None]:
+        previous = self.state.explicit_mb
+        self.state.explicit_mb = int(micro_batch)
+        try:
+            yield
+        finally:
+            self.state.explicit_mb = previous
+
+    def variants(self, iteration: int) -> Iterator[str]:
+        """Reference only: yields `perturbed-1..K` then `nominal`. Each perturbed variant
+        starts from the same model, optimizer and RNG state, which is restored afterwards,
+        so only the nominal variant's step carries on into the next iteration."""
+        for k, name in enumerate(self.perturbation.variants, start=1):
+            snapshot = self._snapshot()
+            self.state.variant, self.state.variant_index = name, k
+            try:
+                yield name
+            finally:
+                self.state.variant, self.state.variant_index = "nominal", 0
+                self._restore(snapshot)
+        yield "nominal"
+
+    def _snapshot(self) -> dict[str, Any]:
+        return {
+            "models": [
+                {k: v.detach().clone() for k, v in m.state_dict(keep_vars=True).items()}
+                for m in self.roots
+            ],
+            "optimizer": copy.deepcopy(self.optimizer.state_dict()) if self.optimizer else None,
+            "rng": torch.get_rng_state(),
+        }
+
+    def _restore(self, snap: dict[str, Any]) -> None:
+        with torch.no_grad():
+            for m, sd in zip(self.roots, snap["models"], strict=True):
+                for k, v in m.state_dict(keep_vars=True).items():
+                    v.copy_(sd[k])
+        if self.optimizer is not None:
+            self.optimizer.load_state_dict(snap["optimizer"])
+        torch.set_rng_state(snap["rng"])
+
+    def _after_optimizer_step(self) -> None:
+        if not self._explicit_step:
+            # Implicit iterations: the next forward starts the next step.
+            self.state.iteration += 1
+            self.state.reset_counters()
+            self.hooks.grad_count.clear()
+
+    def start(self) -> None:
+        """Implicit mode (no `step()`): capture from now on; iterations count optimizer steps."""
+        self.state.in_step = True
+        self.state.reset_counters()
+
+    # --- writing ----------------------------------------------------------------------------
+
+    def _sink(self, key: TensorKey, tensor: torch.Tensor, placement: Placement | None) -> None:
+        self.writer.put(key, tensor, placement)
+
+    def flush(self) -> None:
+        self.writer.flush()
+
+    @property
+    def bytes_written(self) -> int:
+        return self.writer.bytes_written
+
+    def close(self) -> RankRecord:
+        """Finish writing; collective over the default process group when one exists
+        (rank 0 gathers every rank's record and module list and writes the manifest)."""
+        if self._closed:
+            assert self._record is not None
+            return self._record
+        self._closed = True
+        self.hooks.remove()
+        if self.opt_hooks is not None:
+            self.opt_hooks.remove()
+        error: TracerError | None = None
+        try:
+            self._record = self.writer.close()
+        except TracerError as exc:
+            error = exc
+            self._record = self.writer.writer.close()
+        payload = (
+            self._record,
+            self.table.export(self.parallel.pp_rank, self.parallel.pp),
+            sorted(self.state.seen_iterations),
+            self.state.max_mb,
+            self.perturbation.manifest_entry(),
+            error is None,
+        )
+        if self.world_size > 1 and dist.is_available() and dist.is_initialized():
+            gathered: list[Any] = [None] * self.world_size
+            dist.all_gather_object(gathered, payload)
+        else:
+            gathered = [payload]
+        if self.rank == 0:
+            self._write_manifest(gathered)
+        if error is not None:
+            raise error
+        return self._record
+
+    def _write_manifest(self, gathered: list[Any]) -> None:
+        failed = [p[0].rank for p in gathered if not p[5]]
+        if failed:
+            log.error("ttrace: ranks %s failed while writing; manifest not written", failed)
+            return
+        iterations = sorted({i for p in gathered for i in p[2]})
+        max_mb = max(p[3] for p in gathered)
+        write_manifest(
+            self.out_dir,
+            role=self.role,
+            world_size=self.world_size,
+            parallel=self.parallel.sizes(),
+            precision=self.precision,
+            variants=["nominal", *self.perturbation.variants],
+            modules=merge_tables([p[1] for p in gathered]),
+            iterations=iterations,
+            micro_batches=max_mb + 1,
+            ranks=[p[0] for p in gathered],
+            perturbation=next((p[4] for p in gathered if p[4]), None),
+            model=self.model_name,
+        )
+
+    def _atexit(self) -> None:
+        # A job that dies without close(): at least leave a readable rank file.
+        if not self._closed:
+            with contextlib.suppress(Exception):
+                self.writer.close()
