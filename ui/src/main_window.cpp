@@ -1,56 +1,438 @@
 #include "ttrace/ui/main_window.h"
 
-#include "ttrace/bundle.h"
+#include "ttrace/ui/drill_down_pane.h"
+#include "ttrace/ui/layer_tree_pane.h"
+#include "ttrace/ui/load_controller.h"
+#include "ttrace/ui/models/layer_tree_model.h"
+#include "ttrace/ui/models/markdown_report.h"
+#include "ttrace/ui/models/roles.h"
+#include "ttrace/ui/models/tensor_columns.h"
+#include "ttrace/ui/problems_banner.h"
+#include "ttrace/ui/run_summary_bar.h"
+#include "ttrace/ui/widget_png.h"
 
+#include <QAction>
+#include <QApplication>
+#include <QClipboard>
+#include <QDir>
+#include <QDragEnterEvent>
+#include <QFile>
 #include <QFileDialog>
+#include <QFileInfo>
 #include <QLabel>
 #include <QMenuBar>
+#include <QMessageBox>
+#include <QMimeData>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QSplitter>
+#include <QStatusBar>
+#include <QStyle>
+#include <QToolBar>
+#include <QTreeView>
+#include <QVBoxLayout>
+
+#include <set>
 
 namespace ttrace::ui {
+namespace {
+
+// A dropped or chosen path names a bundle by its directory or its manifest.json.
+QString bundleDir(const QString& path) {
+    const QFileInfo info(path);
+    if (info.isFile() && info.fileName() == QLatin1String("manifest.json")) {
+        return info.absolutePath();
+    }
+    return info.isDir() ? info.absoluteFilePath() : QString();
+}
+
+QStringList droppedBundles(const QMimeData* mime) {
+    QStringList dirs;
+    if (!mime || !mime->hasUrls()) {
+        return dirs;
+    }
+    for (const auto& url : mime->urls()) {
+        if (const auto dir = bundleDir(url.toLocalFile()); !dir.isEmpty()) {
+            dirs << dir;
+        }
+    }
+    return dirs;
+}
+
+} // namespace
 
 MainWindow::MainWindow(QWidget* parent)
-    : QMainWindow(parent) {
+    : QMainWindow(parent)
+    , model_(new LayerTreeModel(this))
+    , loader_(new LoadController(this))
+    , summary_(new RunSummaryBar(this))
+    , problems_(new ProblemsBanner(this))
+    , tree_(new LayerTreePane(model_, this))
+    , drill_(new DrillDownPane(model_, this)) {
     setWindowTitle(tr("TTrace Explorer"));
-    status_ = new QLabel(tr("Open a reference and a candidate bundle (File > Open)."), this);
-    status_->setWordWrap(true);
-    status_->setAlignment(Qt::AlignTop | Qt::AlignLeft);
-    status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
-    setCentralWidget(status_);
+    setObjectName(QStringLiteral("mainWindow"));
+    setAcceptDrops(true);
+
+    auto* splitter = new QSplitter(Qt::Horizontal, this);
+    splitter->setObjectName(QStringLiteral("paneSplitter"));
+    splitter->addWidget(tree_);
+    splitter->addWidget(drill_);
+    splitter->setStretchFactor(0, 5);
+    splitter->setStretchFactor(1, 4);
+    splitter->setChildrenCollapsible(false);
+    splitter->setSizes({860, 580});
+
+    auto* central = new QWidget(this);
+    auto* layout = new QVBoxLayout(central);
+    layout->setContentsMargins(0, 0, 0, 0);
+    layout->setSpacing(0);
+    layout->addWidget(summary_);
+    auto* bannerBox = new QVBoxLayout;
+    bannerBox->setContentsMargins(8, 6, 8, 0);
+    bannerBox->addWidget(problems_);
+    layout->addLayout(bannerBox);
+    layout->addWidget(splitter, 1);
+    setCentralWidget(central);
+
+    createMenus();
+    createStatusBar();
+
+    connect(loader_, &LoadController::started, this, &MainWindow::onLoadStarted);
+    connect(loader_, &LoadController::progress, this, [this](double f, const QString& what) {
+        progress_->setValue(static_cast<int>(f * 1000.0));
+        progressText_->setText(what);
+        summary_->setLoading(f);
+    });
+    connect(loader_, &LoadController::metadataReady, this, &MainWindow::onMetadata);
+    connect(loader_, &LoadController::tensorsCompared, this,
+            [this](const std::vector<TensorResult>& batch) {
+                for (const auto& t : batch) {
+                    model_->addTensorResult(t);
+                }
+            });
+    connect(loader_, &LoadController::problemsFound, this, &MainWindow::onProblems);
+    connect(loader_, &LoadController::finished, this, &MainWindow::onFinished);
+    connect(loader_, &LoadController::failed, this,
+            [this] { onStopped(tr("Cannot compare: a bundle is broken")); });
+    connect(loader_, &LoadController::cancelled, this, [this] { onStopped(tr("Cancelled")); });
+    connect(tree_, &LayerTreePane::currentTensorChanged, this, &MainWindow::onCurrentTensorChanged);
+    connect(model_, &LayerTreeModel::resultsChanged, this, [this] {
+        if (model_->results().isFinal()) {
+            updateVerdict();
+        }
+    });
+    resize(1440, 900);
+}
+
+MainWindow::~MainWindow() = default;
+
+void MainWindow::createMenus() {
     auto* file = menuBar()->addMenu(tr("&File"));
-    file->addAction(tr("&Open..."), QKeySequence::Open, this, &MainWindow::chooseAndOpen);
+    auto* open = file->addAction(style()->standardIcon(QStyle::SP_DialogOpenButton), tr("&Open..."),
+                                 QKeySequence::Open, this, &MainWindow::chooseAndOpen);
+    open->setToolTip(tr("Open a reference bundle and a candidate bundle"));
+    recentMenu_ = file->addMenu(tr("Open &Recent"));
+    connect(recentMenu_, &QMenu::aboutToShow, this, &MainWindow::rebuildRecentMenu);
+    rebuildRecentMenu();
+    file->addSeparator();
+    auto* exportWindow = file->addAction(style()->standardIcon(QStyle::SP_DialogSaveButton),
+                                         tr("Export &Window as PNG..."),
+                                         QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_S), this,
+                                         [this] { exportPngInteractive(this, tr("window")); });
+    exportWindow->setToolTip(tr("Save a screenshot of the window for a bug report"));
+    file->addAction(tr("Export &Layer Tree as PNG..."), this,
+                    [this] { exportPngInteractive(tree_, tr("layer tree")); });
+    file->addAction(tr("Export &Drill-down as PNG..."), this,
+                    [this] { exportPngInteractive(drill_, tr("drill-down")); });
+    file->addAction(tr("Export &Markdown Report..."), QKeySequence(Qt::CTRL | Qt::Key_E), this,
+                    &MainWindow::exportMarkdownInteractive);
+    file->addAction(tr("&Copy Markdown Report"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_C),
+                    this, [this] { QApplication::clipboard()->setText(markdownReport()); });
+    file->addSeparator();
     file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
-    resize(900, 600);
+
+    auto* view = menuBar()->addMenu(tr("&View"));
+    view->addAction(tree_->firstDivergenceAction());
+    view->addAction(tree_->previousDivergentAction());
+    view->addAction(tree_->nextDivergentAction());
+    view->addSeparator();
+    view->addAction(tree_->divergentOnlyAction());
+    view->addAction(tr("&Expand All"), tree_->treeView(), &QTreeView::expandAll);
+    view->addAction(tr("&Collapse All"), tree_->treeView(), &QTreeView::collapseAll);
+
+    auto* module = menuBar()->addMenu(tr("&Module"));
+    module->setToolTipsVisible(true);
+    localize_ = module->addAction(style()->standardIcon(QStyle::SP_FileDialogContentsView),
+                                  tr("&Localize"));
+    localize_->setObjectName(QStringLiteral("localizeAction"));
+    localize_->setEnabled(false);
+    localize_->setToolTip(tr("No agent connected: localization arrives with the agent"));
+    localize_->setStatusTip(localize_->toolTip());
+
+    auto* help = menuBar()->addMenu(tr("&Help"));
+    help->addAction(tr("&About"), this, [this] {
+        QMessageBox::about(
+            this, tr("About TTrace Explorer"),
+            tr("<b>TTrace Explorer</b><p>Finds where a distributed training run diverges from its "
+               "single-device reference. Each cell shows error / tolerance of one tensor; the "
+               "tolerance is derived from floating-point round-off, so a ratio above 1 is a bug."));
+    });
+
+    auto* toolbar = addToolBar(tr("Main"));
+    toolbar->setObjectName(QStringLiteral("mainToolBar"));
+    toolbar->setMovable(false);
+    toolbar->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
+    toolbar->addAction(open);
+    toolbar->addSeparator();
+    toolbar->addAction(tree_->firstDivergenceAction());
+    toolbar->addAction(tree_->previousDivergentAction());
+    toolbar->addAction(tree_->nextDivergentAction());
+    toolbar->addSeparator();
+    toolbar->addAction(localize_);
+    toolbar->addSeparator();
+    toolbar->addAction(exportWindow);
+}
+
+void MainWindow::createStatusBar() {
+    progressText_ = new QLabel(this);
+    progress_ = new QProgressBar(this);
+    progress_->setRange(0, 1000);
+    progress_->setMaximumWidth(220);
+    progress_->setTextVisible(false);
+    cancelButton_ = new QPushButton(tr("Cancel"), this);
+    cancelButton_->setObjectName(QStringLiteral("cancelButton"));
+    cancel_ = new QAction(tr("Cancel Loading"), this);
+    cancel_->setShortcut(Qt::Key_Escape);
+    connect(cancel_, &QAction::triggered, loader_, &LoadController::cancel);
+    connect(cancelButton_, &QPushButton::clicked, cancel_, &QAction::trigger);
+    addAction(cancel_);
+    statusBar()->addWidget(progressText_, 1);
+    statusBar()->addPermanentWidget(progress_);
+    statusBar()->addPermanentWidget(cancelButton_);
+    for (QWidget* w : {static_cast<QWidget*>(progress_), static_cast<QWidget*>(cancelButton_)}) {
+        w->hide();
+    }
+    cancel_->setEnabled(false);
+    statusBar()->showMessage(tr("Open a reference and a candidate bundle (File > Open) or drop "
+                                "two bundle folders on the window."));
 }
 
 void MainWindow::chooseAndOpen() {
-    const auto reference = QFileDialog::getExistingDirectory(this, tr("Reference bundle"));
+    const auto reference =
+        QFileDialog::getExistingDirectory(this, tr("Reference bundle"), reference_);
     if (reference.isEmpty()) {
         return;
     }
-    const auto candidate = QFileDialog::getExistingDirectory(this, tr("Candidate bundle"));
+    const auto candidate = QFileDialog::getExistingDirectory(
+        this, tr("Candidate bundle"), candidate_.isEmpty() ? reference : candidate_);
     if (!candidate.isEmpty()) {
         openBundles(reference, candidate);
     }
 }
 
+void MainWindow::rebuildRecentMenu() {
+    recentMenu_->clear();
+    const auto pairs = recent_.pairs();
+    for (const auto& pair : pairs) {
+        const auto text = QStringLiteral("%1  ↔  %2")
+                              .arg(QDir::toNativeSeparators(pair.reference),
+                                   QDir::toNativeSeparators(pair.candidate));
+        recentMenu_->addAction(text, this,
+                               [this, pair] { openBundles(pair.reference, pair.candidate); });
+    }
+    if (!pairs.isEmpty()) {
+        recentMenu_->addSeparator();
+        recentMenu_->addAction(tr("Clear Recent"), this, [this] { recent_.clear(); });
+    }
+    recentMenu_->setEnabled(!pairs.isEmpty());
+}
+
 void MainWindow::openBundles(const QString& reference, const QString& candidate) {
-    QString text;
-    for (const auto& [label, path] : {std::pair{tr("Reference"), reference},
-                                      std::pair{tr("Candidate"), candidate}}) {
-        const auto result = openBundle(path.toStdString());
-        text += QStringLiteral("<h3>%1: %2</h3>").arg(label, path.toHtmlEscaped());
-        if (result.bundle) {
-            const auto& m = result.bundle->manifest();
-            text += tr("%1 ranks, %2 modules, %3 tensors<br>")
-                        .arg(m.worldSize)
-                        .arg(m.modules.size())
-                        .arg(result.bundle->tensors().size());
-        }
-        for (const auto& d : result.diagnostics) {
-            text += QString::fromStdString(d.toString()).toHtmlEscaped() + "<br>";
+    reference_ = QFileInfo(reference).absoluteFilePath();
+    candidate_ = QFileInfo(candidate).absoluteFilePath();
+    recent_.add({reference_, candidate_});
+    rebuildRecentMenu();
+    setWindowTitle(tr("%1 vs %2 — TTrace Explorer")
+                       .arg(QFileInfo(candidate_).fileName(), QFileInfo(reference_).fileName()));
+    loader_->start(reference_, candidate_);
+}
+
+bool MainWindow::isLoading() const {
+    return loader_->isRunning();
+}
+
+void MainWindow::onLoadStarted() {
+    model_->clear();
+    drill_->showTensor(std::nullopt);
+    problems_->clear();
+    shownProblems_.clear();
+    summary_->setBundles(reference_, candidate_);
+    summary_->setLoading(0.0);
+    progress_->setValue(0);
+    progress_->show();
+    cancelButton_->show();
+    cancel_->setEnabled(true);
+    statusBar()->clearMessage();
+    progressText_->setText(tr("Opening bundles…"));
+}
+
+void MainWindow::onMetadata(const Manifest& reference, const Manifest& candidate) {
+    summary_->setManifests(reference, candidate);
+    // The tree appears now, before any statistics: reference modules, then any the candidate
+    // adds (a candidate may capture modules the reference does not have).
+    auto modules = reference.modules;
+    std::set<std::string> known;
+    for (const auto& m : modules) {
+        known.insert(m.name);
+    }
+    for (const auto& m : candidate.modules) {
+        if (known.insert(m.name).second) {
+            modules.push_back(m);
         }
     }
-    status_->setText(text);
+    model_->setModules(std::move(modules));
+    tree_->treeView()->expandToDepth(1);
+}
+
+void MainWindow::onProblems(const Diagnostics& problems, bool fatal) {
+    shownProblems_.insert(shownProblems_.end(), problems.begin(), problems.end());
+    problems_->setProblems(fatal ? tr("Cannot compare these bundles: a bundle is broken.")
+                                 : tr("Problems found while opening the bundles."),
+                           shownProblems_);
+}
+
+void MainWindow::onFinished(const std::shared_ptr<const DiffResult>& result) {
+    model_->setFinalResult(result);
+    // Merge findings (holes, overlaps, replicas that disagree) belong to single tensors; the
+    // banner collects them so a broken candidate cannot go unnoticed.
+    Diagnostics problems = result->diagnostics;
+    std::set<std::string> seen;
+    for (const auto& d : problems) {
+        seen.insert(d.toString());
+    }
+    for (const auto& t : result->tensors) {
+        for (const auto& d : t.findings) {
+            if (seen.insert(d.toString()).second) {
+                problems.push_back(d);
+            }
+        }
+    }
+    if (!problems.empty()) {
+        shownProblems_.insert(shownProblems_.end(), problems.begin(), problems.end());
+        problems_->setProblems(hasErrors(problems)
+                                   ? tr("The bundles have problems; affected tensors are marked "
+                                        "invalid (purple).")
+                                   : tr("Warnings while comparing the bundles."),
+                               shownProblems_);
+    }
+    tree_->setSteps(model_->results().iterations(), model_->results().microBatches());
+    tree_->refresh();
+    if (!tree_->selectFirstDivergence() && model_->rowCount() > 0) {
+        tree_->selectModule(model_->index(0, 0).data(ModuleNameRole).toString(), kWorstColumn);
+    }
+    updateVerdict();
+    progress_->hide();
+    cancelButton_->hide();
+    cancel_->setEnabled(false);
+    progressText_->setText(tr("Compared %1 tensors.").arg(result->tensors.size()));
+    emit loadingFinished(!hasErrors(shownProblems_));
+}
+
+void MainWindow::onStopped(const QString& why) {
+    progress_->hide();
+    cancelButton_->hide();
+    cancel_->setEnabled(false);
+    progressText_->setText(why);
+    if (hasErrors(shownProblems_)) {
+        summary_->setFailed(tr("BROKEN BUNDLE"));
+    } else {
+        summary_->setCancelled();
+    }
+    emit loadingFinished(false);
+}
+
+void MainWindow::updateVerdict() {
+    if (const DiffResult* r = model_->results().final()) {
+        summary_->setVerdict(r->summary, static_cast<int>(model_->divergentModules().size()),
+                             model_->firstDivergentModule());
+    }
+}
+
+void MainWindow::onCurrentTensorChanged(std::optional<std::size_t> tensor) {
+    drill_->showTensor(tensor);
+}
+
+QString MainWindow::markdownReport() const {
+    ReportView view;
+    view.reference = reference_;
+    view.candidate = candidate_;
+    view.selectedTensor = drill_->currentTensor();
+    view.problems = problems_->lines();
+    return ttrace::ui::markdownReport(*model_, view);
+}
+
+bool MainWindow::exportPng(const QString& path, QWidget* widget, QString* error) {
+    drill_->replotNow();
+    return saveWidgetPng(widget ? widget : this, path, error);
+}
+
+void MainWindow::exportPngInteractive(QWidget* widget, const QString& what) {
+    const auto path = QFileDialog::getSaveFileName(
+        this, tr("Export %1 as PNG").arg(what),
+        QDir::home().filePath(QStringLiteral("ttrace-%1.png").arg(what).replace(' ', '-')),
+        tr("PNG images (*.png)"));
+    if (path.isEmpty()) {
+        return;
+    }
+    QString error;
+    if (exportPng(path, widget, &error)) {
+        statusBar()->showMessage(tr("Saved %1").arg(QDir::toNativeSeparators(path)), 5000);
+    } else {
+        QMessageBox::warning(this, tr("Export failed"), error);
+    }
+}
+
+void MainWindow::exportMarkdownInteractive() {
+    const auto path = QFileDialog::getSaveFileName(this, tr("Export Markdown report"),
+                                                   QDir::home().filePath("ttrace-report.md"),
+                                                   tr("Markdown (*.md)"));
+    if (path.isEmpty()) {
+        return;
+    }
+    QFile file(path);
+    if (!file.open(QIODevice::WriteOnly | QIODevice::Truncate) ||
+        file.write(markdownReport().toUtf8()) < 0) {
+        QMessageBox::warning(this, tr("Export failed"),
+                             QStringLiteral("%1: %2").arg(path, file.errorString()));
+        return;
+    }
+    statusBar()->showMessage(tr("Saved %1").arg(QDir::toNativeSeparators(path)), 5000);
+}
+
+void MainWindow::dragEnterEvent(QDragEnterEvent* event) {
+    if (!droppedBundles(event->mimeData()).isEmpty()) {
+        event->acceptProposedAction();
+    }
+}
+
+void MainWindow::dropEvent(QDropEvent* event) {
+    const QStringList dirs = droppedBundles(event->mimeData());
+    if (dirs.isEmpty()) {
+        return;
+    }
+    event->acceptProposedAction();
+    if (dirs.size() >= 2) {
+        pendingDrop_.clear();
+        openBundles(dirs[0], dirs[1]);
+    } else if (pendingDrop_.isEmpty()) {
+        pendingDrop_ = dirs[0];
+        statusBar()->showMessage(tr("Reference: %1. Now drop the candidate bundle.")
+                                     .arg(QDir::toNativeSeparators(pendingDrop_)));
+    } else {
+        const QString reference = pendingDrop_;
+        pendingDrop_.clear();
+        openBundles(reference, dirs[0]);
+    }
 }
 
 } // namespace ttrace::ui

@@ -1,24 +1,93 @@
 #pragma once
-// The explorer's main window: opens a reference and a candidate bundle.
+// The explorer's main window: composes the panes (summary bar, problems banner, layer tree,
+// drill-down), owns the menus and the loading controller, and handles opening (dialogs, recent
+// files, drag and drop) and export. The logic lives in the panes and models.
+#include "ttrace/diff_result.h"
+#include "ttrace/ui/models/recent_bundles.h"
+
 #include <QMainWindow>
 #include <QString>
 
+#include <memory>
+
+class QAction;
 class QLabel;
+class QMenu;
+class QProgressBar;
+class QPushButton;
 
 namespace ttrace::ui {
+
+class DrillDownPane;
+class LayerTreeModel;
+class LayerTreePane;
+class LoadController;
+class ProblemsBanner;
+class RunSummaryBar;
 
 class MainWindow : public QMainWindow {
     Q_OBJECT
 public:
     explicit MainWindow(QWidget* parent = nullptr);
+    ~MainWindow() override;
 
-    // Opens both bundles; problems are shown in the window, never thrown.
+    // Starts loading both bundles on the worker thread; problems are shown in the window.
     void openBundles(const QString& reference, const QString& candidate);
+    [[nodiscard]] bool isLoading() const;
+
+    [[nodiscard]] LayerTreeModel* model() const { return model_; }
+    [[nodiscard]] LayerTreePane* treePane() const { return tree_; }
+    [[nodiscard]] DrillDownPane* drillDownPane() const { return drill_; }
+    [[nodiscard]] ProblemsBanner* problemsBanner() const { return problems_; }
+    [[nodiscard]] RunSummaryBar* summaryBar() const { return summary_; }
+    [[nodiscard]] QAction* localizeAction() const { return localize_; }
+    [[nodiscard]] QAction* cancelAction() const { return cancel_; }
+
+    // Markdown report of the current view (step filter, selection, problems).
+    [[nodiscard]] QString markdownReport() const;
+    // Renders `widget` (the whole window when null) to a PNG after replotting.
+    bool exportPng(const QString& path, QWidget* widget = nullptr, QString* error = nullptr);
+
+signals:
+    // Loading ended (finished, failed or cancelled); `ok` is false when a bundle is broken.
+    void loadingFinished(bool ok);
+
+protected:
+    void dragEnterEvent(QDragEnterEvent* event) override;
+    void dropEvent(QDropEvent* event) override;
 
 private:
+    void createMenus();
+    void createStatusBar();
     void chooseAndOpen();
+    void rebuildRecentMenu();
+    void exportPngInteractive(QWidget* widget, const QString& what);
+    void exportMarkdownInteractive();
+    void onLoadStarted();
+    void onMetadata(const ttrace::Manifest& reference, const ttrace::Manifest& candidate);
+    void onProblems(const ttrace::Diagnostics& problems, bool fatal);
+    void onFinished(const std::shared_ptr<const ttrace::DiffResult>& result);
+    void onStopped(const QString& why);
+    void onCurrentTensorChanged(std::optional<std::size_t> tensor);
+    void updateVerdict();
 
-    QLabel* status_ = nullptr;
+    LayerTreeModel* model_;
+    LoadController* loader_;
+    RunSummaryBar* summary_;
+    ProblemsBanner* problems_;
+    LayerTreePane* tree_;
+    DrillDownPane* drill_;
+    QProgressBar* progress_ = nullptr;
+    QLabel* progressText_ = nullptr;
+    QPushButton* cancelButton_ = nullptr;
+    QAction* cancel_ = nullptr;
+    QAction* localize_ = nullptr;
+    QMenu* recentMenu_ = nullptr;
+    RecentBundles recent_;
+    QString reference_;
+    QString candidate_;
+    QString pendingDrop_; // a reference dropped alone, waiting for its candidate
+    ttrace::Diagnostics shownProblems_;
 };
 
 } // namespace ttrace::ui

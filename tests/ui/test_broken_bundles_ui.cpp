@@ -1,0 +1,62 @@
+// Data-driven: every broken fixture bundle (written by `python -m ttrace.fixtures`, listed in
+// EXPECTED.txt with the phrase its error must contain) opened as the candidate shows that phrase
+// in the window's problems banner, reports failure, and leaves the window usable.
+#include "ttrace/ui/main_window.h"
+#include "ttrace/ui/models/layer_tree_model.h"
+#include "ttrace/ui/problems_banner.h"
+
+#include <QFile>
+#include <QSignalSpy>
+#include <QtTest>
+
+class TestBrokenBundlesUi : public QObject {
+    Q_OBJECT
+private slots:
+    void initTestCase() {
+        QCoreApplication::setOrganizationName(QStringLiteral("ttrace-tests"));
+        QCoreApplication::setApplicationName(QStringLiteral("test_ui_broken_bundles"));
+    }
+    void broken_data() {
+        QTest::addColumn<QString>("dir");
+        QTest::addColumn<QString>("expected");
+        const QString root = qEnvironmentVariable("TTRACE_FIXTURES_DIR") + "/broken";
+        QFile list(root + "/EXPECTED.txt");
+        QVERIFY2(list.open(QIODevice::ReadOnly), qPrintable(list.fileName()));
+        int cases = 0;
+        while (!list.atEnd()) {
+            const auto line = QString::fromUtf8(list.readLine()).trimmed();
+            const auto tab = line.indexOf('\t');
+            if (line.isEmpty() || tab < 0) {
+                continue;
+            }
+            QTest::newRow(qPrintable(line.left(tab)))
+                << root + "/" + line.left(tab) << line.mid(tab + 1);
+            ++cases;
+        }
+        QVERIFY(cases >= 10);
+    }
+    void broken() {
+        QFETCH(QString, dir);
+        QFETCH(QString, expected);
+        const QString valid = qEnvironmentVariable("TTRACE_FIXTURES_DIR") + "/valid";
+        ttrace::ui::MainWindow window;
+        window.show();
+        QSignalSpy finished(&window, &ttrace::ui::MainWindow::loadingFinished);
+        window.openBundles(valid, dir);
+        QVERIFY(finished.wait(60000));
+        QCOMPARE(finished.takeFirst().front().toBool(), false);
+        const auto* banner = window.problemsBanner();
+        QVERIFY(banner->isVisible());
+        QVERIFY(banner->hasErrors());
+        QVERIFY2(banner->text().contains(expected),
+                 qPrintable("expected '" + expected + "' in:\n" + banner->text()));
+        // The window is still usable: a good pair opens next.
+        window.openBundles(valid, valid);
+        QVERIFY(finished.wait(60000));
+        QCOMPARE(finished.takeFirst().front().toBool(), true);
+        QVERIFY(!banner->isVisible());
+    }
+};
+
+QTEST_MAIN(TestBrokenBundlesUi)
+#include "test_broken_bundles_ui.moc"

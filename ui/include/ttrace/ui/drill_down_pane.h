@@ -1,0 +1,48 @@
+#pragma once
+// Drill-down of the tensor selected in the layer tree: its element-error histogram, its ratio
+// across steps, its per-rank errors and a copyable statistics table.
+#include <QWidget>
+
+#include <optional>
+
+class QLabel;
+
+namespace ttrace::ui {
+
+class ErrorHistogramPlot;
+class LayerTreeModel;
+class RatioHistoryPlot;
+class ShardErrorPlot;
+class StatsTable;
+class StatsTableModel;
+
+class DrillDownPane : public QWidget {
+    Q_OBJECT
+public:
+    explicit DrillDownPane(const LayerTreeModel* model, QWidget* parent = nullptr);
+
+    // Shows a tensor of the model's ResultSet; nothing clears the pane.
+    void showTensor(std::optional<std::size_t> tensor);
+    [[nodiscard]] std::optional<std::size_t> currentTensor() const { return current_; }
+
+    [[nodiscard]] ErrorHistogramPlot* histogramPlot() const { return histogram_; }
+    [[nodiscard]] RatioHistoryPlot* historyPlot() const { return history_; }
+    [[nodiscard]] ShardErrorPlot* shardPlot() const { return shards_; }
+    [[nodiscard]] StatsTable* statsTable() const { return table_; }
+    // Renders the plots now (before a screenshot; normally they replot when idle).
+    void replotNow();
+
+private:
+    const LayerTreeModel* model_;
+    std::optional<std::size_t> current_;
+    QLabel* title_;
+    QLabel* subtitle_;
+    QLabel* status_;
+    ErrorHistogramPlot* histogram_;
+    RatioHistoryPlot* history_;
+    ShardErrorPlot* shards_;
+    StatsTableModel* stats_;
+    StatsTable* table_;
+};
+
+} // namespace ttrace::ui

@@ -1,0 +1,38 @@
+#pragma once
+// The strip at the top of the window: which bundles are compared (paths, ranks, parallel
+// layout, precision) and the verdict as a coloured pill, so a screenshot is self-explanatory.
+#include "ttrace/diff_result.h"
+#include "ttrace/manifest.h"
+
+#include <QFrame>
+
+class QLabel;
+
+namespace ttrace::ui {
+
+class RunSummaryBar : public QFrame {
+    Q_OBJECT
+public:
+    explicit RunSummaryBar(QWidget* parent = nullptr);
+
+    void setBundles(const QString& reference, const QString& candidate);
+    void setManifests(const ttrace::Manifest& reference, const ttrace::Manifest& candidate);
+    void setLoading(double fraction);
+    void setFailed(const QString& why);
+    void setCancelled();
+    // The verdict under the current view: divergent modules and the first divergence.
+    void setVerdict(const ttrace::DiffSummary& summary, int divergentModules,
+                    const QString& firstDivergence);
+    [[nodiscard]] QString verdictText() const;
+
+private:
+    void setPill(const QString& text, const QColor& color);
+
+    QLabel* reference_;
+    QLabel* candidate_;
+    QLabel* verdict_;
+    QString referencePath_;
+    QString candidatePath_;
+};
+
+} // namespace ttrace::ui

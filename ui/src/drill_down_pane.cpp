@@ -1,0 +1,133 @@
+#include "ttrace/ui/drill_down_pane.h"
+
+#include "ttrace/ui/error_histogram_plot.h"
+#include "ttrace/ui/models/color_scale.h"
+#include "ttrace/ui/models/layer_tree_model.h"
+#include "ttrace/ui/models/number_format.h"
+#include "ttrace/ui/models/stats_table_model.h"
+#include "ttrace/ui/models/tensor_columns.h"
+#include "ttrace/ui/ratio_history_plot.h"
+#include "ttrace/ui/shard_error_plot.h"
+#include "ttrace/ui/stats_table.h"
+
+#include <QGridLayout>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QVBoxLayout>
+
+namespace ttrace::ui {
+namespace {
+
+QString qstr(std::string_view s) {
+    return QString::fromUtf8(s.data(), static_cast<qsizetype>(s.size()));
+}
+
+QString pillStyle(const QColor& color) {
+    return QStringLiteral("QLabel { background: %1; color: %2; border-radius: 9px; "
+                          "padding: 2px 10px; font-weight: bold; }")
+        .arg(color.name(), contrastingText(color).name());
+}
+
+} // namespace
+
+DrillDownPane::DrillDownPane(const LayerTreeModel* model, QWidget* parent)
+    : QWidget(parent)
+    , model_(model)
+    , title_(new QLabel(this))
+    , subtitle_(new QLabel(this))
+    , status_(new QLabel(this))
+    , histogram_(new ErrorHistogramPlot(this))
+    , history_(new RatioHistoryPlot(this))
+    , shards_(new ShardErrorPlot(this))
+    , stats_(new StatsTableModel(this))
+    , table_(new StatsTable(stats_, this)) {
+    setObjectName(QStringLiteral("drillDownPane"));
+    QFont titleFont = font();
+    titleFont.setPointSizeF(font().pointSizeF() * 1.25);
+    titleFont.setBold(true);
+    title_->setFont(titleFont);
+    title_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    subtitle_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    subtitle_->setStyleSheet(QStringLiteral("color: #4b5563;"));
+    status_->setVisible(false);
+
+    auto* header = new QHBoxLayout;
+    auto* titles = new QVBoxLayout;
+    titles->setSpacing(2);
+    titles->addWidget(title_);
+    titles->addWidget(subtitle_);
+    header->addLayout(titles, 1);
+    header->addWidget(status_, 0, Qt::AlignTop);
+
+    auto* grid = new QGridLayout;
+    grid->setSpacing(8);
+    grid->addWidget(histogram_, 0, 0);
+    grid->addWidget(history_, 0, 1);
+    grid->addWidget(shards_, 1, 0);
+    grid->addWidget(table_, 1, 1);
+    grid->setRowStretch(0, 1);
+    grid->setRowStretch(1, 1);
+    grid->setColumnStretch(0, 1);
+    grid->setColumnStretch(1, 1);
+
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(8, 6, 8, 6);
+    layout->addLayout(header);
+    layout->addLayout(grid, 1);
+    showTensor(std::nullopt);
+}
+
+void DrillDownPane::showTensor(std::optional<std::size_t> tensor) {
+    const ResultSet& results = model_->results();
+    if (tensor && *tensor >= results.size()) {
+        tensor.reset();
+    }
+    current_ = tensor;
+    if (!tensor) {
+        title_->setText(tr("No tensor selected"));
+        subtitle_->setText(tr("Select a cell in the layer tree to see its error distribution."));
+        status_->setVisible(false);
+        histogram_->setHistogram(nullptr);
+        history_->setPoints({});
+        shards_->setShards({}, 0.0);
+        stats_->setTensor(std::nullopt);
+        return;
+    }
+    const TensorResult& t = results.tensor(*tensor);
+    title_->setText(QStringLiteral("%1  ·  %2[%3]")
+                        .arg(qstr(t.id.module), kindTitle(t.id.kind), qstr(t.id.index)));
+    subtitle_->setText(tr("iteration %1, micro-batch %2  ·  %3 %4  ·  error %5 / tolerance %6 (%7)")
+                           .arg(t.id.iteration)
+                           .arg(t.id.microBatch < 0 ? tr("all") : QString::number(t.id.microBatch))
+                           .arg(qstr(dtypeName(t.dtype)), qstr(shapeToString(t.shape)),
+                                formatScientific(t.metrics.relError),
+                                formatScientific(t.tolerance.value), qstr(t.tolerance.source)));
+    const bool bad = t.status == Status::Divergent || t.status == Status::Invalid;
+    if (t.status == Status::Invalid || t.status == Status::Missing) {
+        status_->setText(qstr(statusName(t.status)).toUpper());
+    } else if (bad) {
+        status_->setText(tr("%1 × tolerance").arg(formatRatio(t.ratio)));
+    } else {
+        status_->setText(tr("clean · %1 × tolerance").arg(formatRatio(t.ratio)));
+    }
+    status_->setStyleSheet(pillStyle(heatColor(t.status, t.ratio)));
+    status_->setVisible(true);
+
+    histogram_->setHistogram(&t.histogram);
+    std::vector<RatioPoint> points;
+    for (const auto i : results.history(t.id, true)) {
+        const auto& h = results.tensor(i);
+        points.push_back({h.id.iteration, h.id.microBatch, h.ratio, i == *tensor});
+    }
+    history_->setPoints(points);
+    shards_->setShards(t.metrics.shards, t.tolerance.value);
+    stats_->setTensor(t);
+}
+
+void DrillDownPane::replotNow() {
+    histogram_->replotNow();
+    history_->replotNow();
+    shards_->replotNow();
+}
+
+} // namespace ttrace::ui

@@ -1,0 +1,66 @@
+#include "ttrace/ui/headless_export.h"
+
+#include "ttrace/ui/main_window.h"
+#include "ttrace/ui/problems_banner.h"
+
+#include <QFile>
+#include <QFileInfo>
+#include <QTimer>
+
+#include <cstdio>
+
+namespace ttrace::ui {
+namespace {
+
+void printLine(FILE* stream, const QString& text) {
+    std::fputs(qPrintable(text + '\n'), stream);
+    std::fflush(stream);
+}
+
+} // namespace
+
+HeadlessExport::HeadlessExport(MainWindow* window, QString screenshot, QString markdown,
+                               QObject* parent)
+    : QObject(parent)
+    , window_(window)
+    , screenshot_(std::move(screenshot))
+    , markdown_(std::move(markdown)) {
+    connect(window_, &MainWindow::loadingFinished, this, &HeadlessExport::onLoadingFinished);
+}
+
+void HeadlessExport::onLoadingFinished(bool ok) {
+    // Let the selection, layouts and plots settle before rendering.
+    QTimer::singleShot(0, this, [this, ok] {
+        exitCode_ = ok ? 0 : 2;
+        if (!ok) {
+            const QString text = window_->problemsBanner()->text().trimmed();
+            printLine(stderr, text.isEmpty() ? tr("loading did not finish") : text);
+            if (window_->problemsBanner()->lines().isEmpty()) {
+                exitCode_ = 1; // cancelled, not broken
+            }
+        }
+        if (!screenshot_.isEmpty()) {
+            QString error;
+            if (window_->exportPng(screenshot_, nullptr, &error)) {
+                printLine(stdout, QFileInfo(screenshot_).absoluteFilePath());
+            } else {
+                printLine(stderr, error);
+                exitCode_ = exitCode_ == 0 ? 1 : exitCode_;
+            }
+        }
+        if (!markdown_.isEmpty()) {
+            QFile file(markdown_);
+            if (file.open(QIODevice::WriteOnly | QIODevice::Truncate) &&
+                file.write(window_->markdownReport().toUtf8()) >= 0) {
+                printLine(stdout, QFileInfo(markdown_).absoluteFilePath());
+            } else {
+                printLine(stderr, QStringLiteral("%1: %2").arg(markdown_, file.errorString()));
+                exitCode_ = exitCode_ == 0 ? 1 : exitCode_;
+            }
+        }
+        done_ = true;
+        emit finished(exitCode_);
+    });
+}
+
+} // namespace ttrace::ui

@@ -1,0 +1,222 @@
+#include "ttrace/ui/layer_tree_pane.h"
+
+#include "ttrace/ui/heat_legend.h"
+#include "ttrace/ui/models/layer_filter_proxy.h"
+#include "ttrace/ui/models/layer_tree_model.h"
+#include "ttrace/ui/models/roles.h"
+#include "ttrace/ui/tree_view_setup.h"
+
+#include <QAction>
+#include <QComboBox>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QLineEdit>
+#include <QStyle>
+#include <QToolButton>
+#include <QTreeView>
+#include <QVBoxLayout>
+
+namespace ttrace::ui {
+namespace {
+
+constexpr qlonglong kAll = -1;
+
+std::optional<std::int64_t> choice(const QComboBox* box) {
+    const auto v = box->currentData().toLongLong();
+    return v == kAll ? std::nullopt : std::optional<std::int64_t>(v);
+}
+
+void fill(QComboBox* box, const QString& allText, const QString& itemText,
+          const std::vector<std::int64_t>& values) {
+    const auto previous = box->currentData();
+    const QSignalBlocker block(box);
+    box->clear();
+    box->addItem(allText, kAll);
+    for (const auto v : values) {
+        box->addItem(itemText.arg(v), static_cast<qlonglong>(v));
+    }
+    const int again = previous.isValid() ? box->findData(previous) : 0;
+    box->setCurrentIndex(std::max(again, 0));
+    box->setEnabled(values.size() > 1);
+}
+
+} // namespace
+
+LayerTreePane::LayerTreePane(LayerTreeModel* model, QWidget* parent)
+    : QWidget(parent)
+    , model_(model)
+    , search_(new QLineEdit(this))
+    , iteration_(new QComboBox(this))
+    , microBatch_(new QComboBox(this))
+    , view_(new QTreeView(this))
+    , legend_(new HeatLegend(this)) {
+    setObjectName(QStringLiteral("layerTreePane"));
+    view_->setObjectName(QStringLiteral("layerTree"));
+    search_->setObjectName(QStringLiteral("moduleSearch"));
+    search_->setPlaceholderText(tr("Filter modules (e.g. mlp.fc2)"));
+    iteration_->setObjectName(QStringLiteral("iterationSelector"));
+    microBatch_->setObjectName(QStringLiteral("microBatchSelector"));
+    iteration_->setToolTip(tr("Iteration shown in the tree (\"all\": worst over every iteration)"));
+    microBatch_->setToolTip(
+        tr("Micro-batch shown in the tree (\"all\": worst over every micro-batch); once-per-"
+           "iteration tensors such as main grads are always shown"));
+    proxy_ = setupLayerTreeView(view_, model_, search_);
+    setSteps({}, {});
+
+    first_ = new QAction(style()->standardIcon(QStyle::SP_MediaSkipBackward),
+                         tr("First Divergence"), this);
+    first_->setShortcut(Qt::CTRL | Qt::Key_Home);
+    first_->setToolTip(tr("Select the module where the run first diverges (Ctrl+Home)"));
+    previous_ =
+        new QAction(style()->standardIcon(QStyle::SP_ArrowUp), tr("Previous Divergent"), this);
+    previous_->setShortcut(Qt::CTRL | Qt::Key_Up);
+    previous_->setToolTip(tr("Previous divergent module in execution order (Ctrl+Up)"));
+    next_ = new QAction(style()->standardIcon(QStyle::SP_ArrowDown), tr("Next Divergent"), this);
+    next_->setShortcut(Qt::CTRL | Qt::Key_Down);
+    next_->setToolTip(tr("Next divergent module in execution order (Ctrl+Down)"));
+    divergentOnly_ = new QAction(tr("Divergent only"), this);
+    divergentOnly_->setCheckable(true);
+    divergentOnly_->setToolTip(tr("Show only modules whose own tensors exceed their tolerance"));
+    connect(first_, &QAction::triggered, this, &LayerTreePane::selectFirstDivergence);
+    connect(next_, &QAction::triggered, this, [this] { selectNextDivergent(true); });
+    connect(previous_, &QAction::triggered, this, [this] { selectNextDivergent(false); });
+    connect(divergentOnly_, &QAction::toggled, this, [this](bool on) {
+        proxy_->setDivergentOnly(on);
+        if (on) {
+            view_->expandAll();
+        }
+    });
+
+    auto* divergentButton = new QToolButton(this);
+    divergentButton->setDefaultAction(divergentOnly_);
+    auto* filters = new QHBoxLayout;
+    filters->setSpacing(6);
+    filters->addWidget(search_, 1);
+    filters->addWidget(iteration_);
+    filters->addWidget(microBatch_);
+    filters->addWidget(divergentButton);
+
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(6, 6, 0, 6);
+    layout->setSpacing(6);
+    layout->addLayout(filters);
+    layout->addWidget(view_, 1);
+    layout->addWidget(legend_);
+
+    connect(iteration_, &QComboBox::currentIndexChanged, this, &LayerTreePane::applyStepFilter);
+    connect(microBatch_, &QComboBox::currentIndexChanged, this, &LayerTreePane::applyStepFilter);
+    connect(view_->selectionModel(), &QItemSelectionModel::currentChanged, this,
+            [this](const QModelIndex& current, const QModelIndex& previous) {
+                const auto module = current.data(ModuleNameRole).toString();
+                if (module != previous.data(ModuleNameRole).toString()) {
+                    emit currentModuleChanged(module);
+                }
+                emit currentTensorChanged(currentTensor());
+            });
+    connect(model_, &LayerTreeModel::resultsChanged, this, &LayerTreePane::updateNavigation);
+    connect(model_, &QAbstractItemModel::modelReset, this, [this] {
+        view_->expandToDepth(1);
+        updateNavigation();
+    });
+    updateNavigation();
+}
+
+void LayerTreePane::setSteps(const std::vector<std::int64_t>& iterations,
+                             const std::vector<std::int64_t>& microBatches) {
+    fill(iteration_, tr("All iterations"), tr("Iteration %1"), iterations);
+    fill(microBatch_, tr("All micro-batches"), tr("Micro-batch %1"), microBatches);
+    applyStepFilter();
+}
+
+void LayerTreePane::applyStepFilter() {
+    const auto before = currentTensor();
+    model_->setStepFilter({choice(iteration_), choice(microBatch_)});
+    if (proxy_->divergentOnly()) {
+        proxy_->invalidate();
+    }
+    if (currentTensor() != before) {
+        emit currentTensorChanged(currentTensor());
+    }
+}
+
+void LayerTreePane::refresh() {
+    proxy_->invalidate();
+    view_->expandToDepth(1);
+    updateNavigation();
+}
+
+QModelIndex LayerTreePane::currentSourceIndex() const {
+    return proxy_->mapToSource(view_->currentIndex());
+}
+
+QString LayerTreePane::currentModule() const {
+    return currentSourceIndex().data(ModuleNameRole).toString();
+}
+
+std::optional<std::size_t> LayerTreePane::currentTensor() const {
+    return model_->tensorAt(currentSourceIndex());
+}
+
+bool LayerTreePane::selectModule(const QString& module, int column) {
+    const QModelIndex source = model_->indexOfModule(module, column);
+    if (!source.isValid()) {
+        return false;
+    }
+    QModelIndex index = proxy_->mapFromSource(source);
+    if (!index.isValid()) {
+        search_->clear();
+        divergentOnly_->setChecked(false);
+        index = proxy_->mapFromSource(source);
+    }
+    for (QModelIndex p = index.parent(); p.isValid(); p = p.parent()) {
+        view_->expand(p);
+    }
+    view_->setCurrentIndex(index);
+    view_->scrollTo(index, QAbstractItemView::PositionAtCenter);
+    return index.isValid();
+}
+
+bool LayerTreePane::selectFirstDivergence() {
+    const QString module = model_->firstDivergentModule();
+    return !module.isEmpty() && selectModule(module, model_->divergentColumn(module));
+}
+
+bool LayerTreePane::selectNextDivergent(bool forward) {
+    const QStringList divergent = model_->divergentModules();
+    if (divergent.isEmpty()) {
+        return false;
+    }
+    const QString current = currentModule();
+    QString target;
+    if (current.isEmpty()) {
+        target = forward ? divergent.front() : divergent.back();
+    } else if (const auto at = divergent.indexOf(current); at >= 0) {
+        const auto next = at + (forward ? 1 : -1);
+        target = divergent.value(static_cast<int>((next + divergent.size()) % divergent.size()));
+    } else {
+        // Not divergent itself: the nearest divergent module in execution order.
+        const int order = model_->indexOfModule(current).data(ModuleOrderRole).toInt();
+        target = forward ? divergent.front() : divergent.back();
+        for (const auto& name : divergent) {
+            const int o = model_->indexOfModule(name).data(ModuleOrderRole).toInt();
+            if (forward && o > order) {
+                target = name;
+                break;
+            }
+            if (!forward && o < order) {
+                target = name;
+            }
+        }
+    }
+    return selectModule(target, model_->divergentColumn(target));
+}
+
+void LayerTreePane::updateNavigation() {
+    const bool any = !model_->divergentModules().isEmpty();
+    first_->setEnabled(any);
+    next_->setEnabled(any);
+    previous_->setEnabled(any);
+}
+
+} // namespace ttrace::ui

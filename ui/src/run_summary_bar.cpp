@@ -1,0 +1,142 @@
+#include "ttrace/ui/run_summary_bar.h"
+
+#include "ttrace/ui/models/color_scale.h"
+#include "ttrace/ui/models/number_format.h"
+
+#include <QDir>
+#include <QGridLayout>
+#include <QLabel>
+
+namespace ttrace::ui {
+namespace {
+
+QString qstr(const std::string& s) {
+    return QString::fromStdString(s);
+}
+
+QString layout(const Manifest& m) {
+    QStringList parts;
+    for (const auto& [name, size] : m.parallel) {
+        if (size > 1) {
+            parts << QStringLiteral("%1%2").arg(qstr(name).toUpper()).arg(size);
+        }
+    }
+    return parts.isEmpty() ? QStringLiteral("single device") : parts.join(QStringLiteral("×"));
+}
+
+QString describe(const Manifest& m) {
+    QStringList parts;
+    parts << (m.worldSize == 1 ? QObject::tr("1 rank") : QObject::tr("%1 ranks").arg(m.worldSize));
+    parts << layout(m);
+    if (!m.precision.empty()) {
+        parts << qstr(m.precision);
+    }
+    if (!m.model.empty()) {
+        parts << qstr(m.model);
+    }
+    return parts.join(QStringLiteral("  ·  "));
+}
+
+QString pathLine(const QString& role, const QString& path, const QString& details) {
+    QString line = QStringLiteral("<span style='color:#6b7280'>%1</span>&nbsp;&nbsp;<b>%2</b>")
+                       .arg(role.toHtmlEscaped(), QDir::toNativeSeparators(path).toHtmlEscaped());
+    if (!details.isEmpty()) {
+        line += QStringLiteral("&nbsp;&nbsp;<span style='color:#4b5563'>%1</span>")
+                    .arg(details.toHtmlEscaped());
+    }
+    return line;
+}
+
+} // namespace
+
+RunSummaryBar::RunSummaryBar(QWidget* parent)
+    : QFrame(parent)
+    , reference_(new QLabel(this))
+    , candidate_(new QLabel(this))
+    , verdict_(new QLabel(this)) {
+    setObjectName(QStringLiteral("runSummaryBar"));
+    setStyleSheet(QStringLiteral("#runSummaryBar { background: #f8fafc; border-bottom: 1px solid "
+                                 "#e2e8f0; }"));
+    for (auto* l : {reference_, candidate_}) {
+        l->setTextFormat(Qt::RichText);
+        l->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    }
+    verdict_->setObjectName(QStringLiteral("verdictPill"));
+    verdict_->setAlignment(Qt::AlignCenter);
+    auto* grid = new QGridLayout(this);
+    grid->setContentsMargins(12, 8, 12, 8);
+    grid->setVerticalSpacing(2);
+    grid->addWidget(reference_, 0, 0);
+    grid->addWidget(candidate_, 1, 0);
+    grid->addWidget(verdict_, 0, 1, 2, 1, Qt::AlignRight | Qt::AlignVCenter);
+    grid->setColumnStretch(0, 1);
+    setBundles({}, {});
+}
+
+void RunSummaryBar::setBundles(const QString& reference, const QString& candidate) {
+    referencePath_ = reference;
+    candidatePath_ = candidate;
+    if (reference.isEmpty()) {
+        reference_->setText(tr("<b>No bundles open.</b> Use File &gt; Open, drop two bundle "
+                               "folders here, or pass REFERENCE CANDIDATE on the command line."));
+        candidate_->clear();
+        verdict_->hide();
+        return;
+    }
+    reference_->setText(pathLine(tr("Reference"), reference, {}));
+    candidate_->setText(pathLine(tr("Candidate"), candidate, {}));
+}
+
+void RunSummaryBar::setManifests(const Manifest& reference, const Manifest& candidate) {
+    reference_->setText(pathLine(tr("Reference"), referencePath_, describe(reference)));
+    candidate_->setText(pathLine(tr("Candidate"), candidatePath_, describe(candidate)));
+}
+
+void RunSummaryBar::setPill(const QString& text, const QColor& color) {
+    verdict_->setText(text);
+    verdict_->setStyleSheet(QStringLiteral("QLabel { background: %1; color: %2; border-radius: "
+                                           "12px; padding: 5px 14px; font-weight: bold; }")
+                                .arg(color.name(), contrastingText(color).name()));
+    verdict_->show();
+}
+
+void RunSummaryBar::setLoading(double fraction) {
+    setPill(tr("Comparing… %1 %").arg(static_cast<int>(fraction * 100.0)), QColor(0xe2e8f0));
+}
+
+void RunSummaryBar::setFailed(const QString& why) {
+    setPill(why, heatColor(Status::Invalid, 0));
+}
+
+void RunSummaryBar::setCancelled() {
+    setPill(tr("Cancelled"), QColor(0xe2e8f0));
+}
+
+void RunSummaryBar::setVerdict(const DiffSummary& summary, int divergentModules,
+                               const QString& firstDivergence) {
+    if (divergentModules == 0 && summary.divergent == 0 && summary.invalid == 0) {
+        setPill(tr("CLEAN  ·  %1 tensors within tolerance  ·  worst ratio %2")
+                    .arg(summary.compared)
+                    .arg(formatRatio(summary.maxRatio)),
+                heatColor(0.05));
+        return;
+    }
+    QString text = summary.divergent > 0 ? tr("DIVERGENT  ·  %1 of %2 tensors  ·  worst ratio %3")
+                                               .arg(summary.divergent)
+                                               .arg(summary.compared)
+                                               .arg(formatRatio(summary.maxRatio))
+                                         : tr("PROBLEMS");
+    if (summary.invalid > 0) {
+        text += tr("  ·  %1 invalid").arg(summary.invalid);
+    }
+    if (!firstDivergence.isEmpty()) {
+        text += tr("  ·  first: %1").arg(firstDivergence);
+    }
+    setPill(text, summary.divergent > 0 ? heatColor(100.0) : heatColor(Status::Invalid, 0.0));
+}
+
+QString RunSummaryBar::verdictText() const {
+    return verdict_->isVisible() ? verdict_->text() : QString();
+}
+
+} // namespace ttrace::ui
