@@ -17,7 +17,7 @@ APT_PACKAGES=(
 # torch is always pinned: an unpinned torch pulls gigabytes of CUDA packages.
 PIP_PACKAGES=(torch==2.13.0 "h5py>=3.8" "numpy>=1.24" "pytest>=7" "ruff>=0.5")
 
-log() { printf '\033[1m[setup]\033[0m %s\n' "$*" >&2; }
+log() { printf '\033[1m[ttrace]\033[0m %s\n' "$*" >&2; }
 
 as_root() {
   if [[ $(id -u) -eq 0 ]]; then "$@"; else sudo "$@"; fi

@@ -45,9 +45,11 @@ int runValidate(std::span<const std::string_view> args) {
             std::cout << formatSummary(dir, report.summary);
         }
         std::size_t errors = 0;
+        std::size_t disagreements = 0;
         std::map<std::string, std::size_t> perCode;
         for (const auto& d : report.diagnostics) {
             errors += d.severity == Severity::Error ? 1 : 0;
+            disagreements += d.code == "replica-disagree" ? 1 : 0;
             if (++perCode[d.code] <= perCodeLimit) {
                 std::cerr << d.toString() << "\n";
             }
@@ -57,6 +59,11 @@ int runValidate(std::span<const std::string_view> args) {
                 std::cerr << "... and " << count - perCodeLimit << " more '" << code
                           << "' problems (--all prints them)\n";
             }
+        }
+        if (disagreements > 0) {
+            std::cerr << dir << ": " << disagreements
+                      << " tensors have replicas that disagree across ranks. The bundle is "
+                         "valid, but the run is suspect: compare it with 'ttrace diff'.\n";
         }
         if (errors > 0) {
             std::cerr << dir << ": INVALID (" << errors << " error" << (errors == 1 ? "" : "s")

@@ -172,7 +172,10 @@ GroupResult combineGroup(const std::vector<const RawShard*>& group,
                 << c.count << " elements (first at " << multiIndex(c.firstIndex, globalShape)
                 << ": " << c.firstA << " vs " << c.firstB << ", max abs difference " << c.maxAbsDiff
                 << ")";
-            findings.push_back(makeError("replica-disagree", where, msg.str()));
+            // A warning, not an error: the bundle is well-formed and faithfully records that the
+            // run's copies differ. That is a finding about the run (a classic silent bug), which
+            // diff turns into a verdict; it must not make the bundle unreadable.
+            findings.push_back(makeWarning("replica-disagree", where, msg.str()));
         }
     }
     return g;

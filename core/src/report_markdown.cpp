@@ -99,7 +99,9 @@ std::string diffResultToMarkdown(const DiffResult& r, const MarkdownOptions& opt
     Diagnostics all = r.diagnostics;
     for (const auto& t : r.tensors) {
         for (const auto& f : t.findings) {
-            if (f.severity == Severity::Error) {
+            // Errors, and replicas that disagree: a warning about the bundle but evidence
+            // about the run that belongs in a bug report.
+            if (f.severity == Severity::Error || f.code == "replica-disagree") {
                 all.push_back(f);
             }
         }

@@ -34,15 +34,25 @@ private slots:
         QFETCH(QString, dir);
         QFETCH(QString, expected);
         const auto report = validateBundle(dir.toStdString());
-        QVERIFY2(!report.ok(), qPrintable(dir + " validated but is broken"));
         QString all;
-        bool found = false;
+        const Diagnostic* found = nullptr;
         for (const auto& d : report.diagnostics) {
             const auto text = QString::fromStdString(d.toString());
             all += text + "\n";
-            found = found || (d.severity == Severity::Error && text.contains(expected));
+            if (!found && text.contains(expected)) {
+                found = &d;
+            }
         }
         QVERIFY2(found, qPrintable("expected '" + expected + "' in:\n" + all));
+        if (found->code == "replica-disagree") {
+            // Disagreeing replicas are recorded faithfully: the bundle is valid, the run is
+            // suspect. Reported as a warning that names the ranks.
+            QCOMPARE(found->severity, Severity::Warning);
+            QVERIFY(found->message.find("ranks 0 and 1") != std::string::npos);
+        } else {
+            QCOMPARE(found->severity, Severity::Error);
+            QVERIFY2(!report.ok(), qPrintable(dir + " validated but is broken"));
+        }
     }
     void validBundlePasses() {
         const QString dir = qEnvironmentVariable("TTRACE_FIXTURES_DIR") + "/roundtrip";

@@ -44,10 +44,13 @@ private slots:
         QSignalSpy finished(&window, &ttrace::ui::MainWindow::loadingFinished);
         window.openBundles(valid, dir);
         QVERIFY(finished.wait(60000));
-        QCOMPARE(finished.takeFirst().front().toBool(), false);
+        // Disagreeing replicas are a warning about the run, not an error in the bundle: the
+        // comparison completes and the banner still shows the ranks that disagree.
+        const bool runWarning = expected.contains(QStringLiteral("disagree"));
+        QCOMPARE(finished.takeFirst().front().toBool(), runWarning);
         const auto* banner = window.problemsBanner();
         QVERIFY(banner->isVisible());
-        QVERIFY(banner->hasErrors());
+        QCOMPARE(banner->hasErrors(), !runWarning);
         QVERIFY2(banner->text().contains(expected),
                  qPrintable("expected '" + expected + "' in:\n" + banner->text()));
         // The window is still usable: a good pair opens next.

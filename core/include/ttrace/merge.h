@@ -35,7 +35,9 @@ struct FullTensor {
 
 struct MergeResult {
     std::optional<FullTensor> tensor; // absent when the shards cannot be combined
-    Diagnostics findings;             // coverage problems; replica disagreement names ranks
+    // Coverage problems (errors) and replica disagreement (a warning naming the ranks: the
+    // bundle is fine, the run is suspect).
+    Diagnostics findings;
 };
 
 // Merges one tensor. Large tensors are decoded and combined in parallel with oneTBB.
