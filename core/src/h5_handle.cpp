@@ -52,16 +52,31 @@ SignatureCheck checkSignature(const std::string& path) {
     return SignatureCheck::NotHdf5;
 }
 
-std::optional<std::string> readStringAttr(hid_t object, const char* name) {
+namespace {
+
+// Opens attribute `name` of `object` if it exists and its type is of class `cls`; otherwise
+// returns an invalid handle. A missing or mistyped attribute is not an HDF5 error for us.
+Attribute openAttr(hid_t object, const char* name, H5T_class_t cls, Datatype& type) {
     if (H5Aexists(object, name) <= 0) {
-        return std::nullopt;
+        return {};
     }
     Attribute attr(H5Aopen(object, name, H5P_DEFAULT));
     if (!attr) {
-        return std::nullopt;
+        return {};
     }
-    Datatype type(H5Aget_type(attr.get()));
-    if (H5Tget_class(type.get()) != H5T_STRING) {
+    type = Datatype(H5Aget_type(attr.get()));
+    if (H5Tget_class(type.get()) != cls) {
+        return {};
+    }
+    return attr;
+}
+
+} // namespace
+
+std::optional<std::string> readStringAttr(hid_t object, const char* name) {
+    Datatype type;
+    const Attribute attr = openAttr(object, name, H5T_STRING, type);
+    if (!attr) {
         return std::nullopt;
     }
     if (H5Tis_variable_str(type.get()) > 0) {
@@ -91,15 +106,9 @@ std::optional<std::string> readStringAttr(hid_t object, const char* name) {
 }
 
 std::optional<IntArray> readIntArrayAttr(hid_t object, const char* name) {
-    if (H5Aexists(object, name) <= 0) {
-        return std::nullopt;
-    }
-    Attribute attr(H5Aopen(object, name, H5P_DEFAULT));
+    Datatype type;
+    const Attribute attr = openAttr(object, name, H5T_INTEGER, type);
     if (!attr) {
-        return std::nullopt;
-    }
-    Datatype type(H5Aget_type(attr.get()));
-    if (H5Tget_class(type.get()) != H5T_INTEGER) {
         return std::nullopt;
     }
     Dataspace space(H5Aget_space(attr.get()));

@@ -2,9 +2,9 @@
 // The fixtures and the expected phrases are written by `python -m ttrace.fixtures`.
 #include "ttrace/validator.h"
 
-#include <QtTest>
+#include "broken_fixture_cases.h"
 
-#include <QFile>
+#include <QtTest>
 
 using namespace ttrace;
 
@@ -14,21 +14,11 @@ private slots:
     void broken_data() {
         QTest::addColumn<QString>("dir");
         QTest::addColumn<QString>("expected");
-        const QString root = qEnvironmentVariable("TTRACE_FIXTURES_DIR") + "/broken";
-        QFile list(root + "/EXPECTED.txt");
-        QVERIFY2(list.open(QIODevice::ReadOnly), qPrintable(list.fileName()));
-        int cases = 0;
-        while (!list.atEnd()) {
-            const auto line = QString::fromUtf8(list.readLine()).trimmed();
-            const auto tab = line.indexOf('\t');
-            if (line.isEmpty() || tab < 0) {
-                continue;
-            }
-            const auto name = line.left(tab);
-            QTest::newRow(qPrintable(name)) << root + "/" + name << line.mid(tab + 1);
-            ++cases;
+        const auto cases = ttrace::testing::brokenFixtureCases();
+        for (const auto& [dir, expected] : cases) {
+            QTest::newRow(qPrintable(dir.section('/', -1))) << dir << expected;
         }
-        QVERIFY(cases >= 10);
+        QVERIFY(cases.size() >= 10);
     }
     void broken() {
         QFETCH(QString, dir);

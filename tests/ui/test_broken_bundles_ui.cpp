@@ -5,8 +5,9 @@
 #include "ttrace/ui/models/layer_tree_model.h"
 #include "ttrace/ui/problems_banner.h"
 
-#include <QFile>
+#include "broken_fixture_cases.h"
 #include <QSignalSpy>
+
 #include <QtTest>
 
 class TestBrokenBundlesUi : public QObject {
@@ -19,21 +20,11 @@ private slots:
     void broken_data() {
         QTest::addColumn<QString>("dir");
         QTest::addColumn<QString>("expected");
-        const QString root = qEnvironmentVariable("TTRACE_FIXTURES_DIR") + "/broken";
-        QFile list(root + "/EXPECTED.txt");
-        QVERIFY2(list.open(QIODevice::ReadOnly), qPrintable(list.fileName()));
-        int cases = 0;
-        while (!list.atEnd()) {
-            const auto line = QString::fromUtf8(list.readLine()).trimmed();
-            const auto tab = line.indexOf('\t');
-            if (line.isEmpty() || tab < 0) {
-                continue;
-            }
-            QTest::newRow(qPrintable(line.left(tab)))
-                << root + "/" + line.left(tab) << line.mid(tab + 1);
-            ++cases;
+        const auto cases = ttrace::testing::brokenFixtureCases();
+        for (const auto& [dir, expected] : cases) {
+            QTest::newRow(qPrintable(dir.section('/', -1))) << dir << expected;
         }
-        QVERIFY(cases >= 10);
+        QVERIFY(cases.size() >= 10);
     }
     void broken() {
         QFETCH(QString, dir);
