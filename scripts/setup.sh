@@ -11,7 +11,7 @@ TTRACE_PY="${TTRACE_VENV}/bin/python"
 APT_PACKAGES=(
   build-essential cmake ninja-build pkg-config
   qt6-base-dev libqcustomplot-dev libqcustomplot2.1-qt6
-  libhdf5-dev hdf5-tools libeigen3-dev libtbb-dev nlohmann-json3-dev
+  libhdf5-dev hdf5-tools zlib1g-dev libeigen3-dev libtbb-dev nlohmann-json3-dev
   xvfb python3-venv
 )
 # torch is always pinned: an unpinned torch pulls gigabytes of CUDA packages.

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 
 namespace ttrace {
 namespace {
@@ -178,6 +179,21 @@ std::optional<Manifest> readManifest(const std::filesystem::path& bundleDir, Dia
         e.file = fr.required<std::string>("file").value_or("");
         e.tensors = fr.optional<std::int64_t>("tensors", -1);
         e.bytes = fr.optional<std::int64_t>("bytes", -1);
+        e.fileSize = fr.optional<std::int64_t>("file_size", -1);
+        if (const auto crc = fr.optional<std::string>("crc32", ""); !crc.empty()) {
+            try {
+                std::size_t used = 0;
+                const auto value = std::stoul(crc, &used, 16);
+                if (used != crc.size() || value > 0xFFFFFFFFUL) {
+                    throw std::invalid_argument(crc);
+                }
+                e.crc32 = static_cast<std::uint32_t>(value);
+            } catch (const std::exception&) {
+                out.push_back(makeError("manifest-field", where,
+                                        "rank " + std::to_string(e.rank) + " crc32 '" + crc +
+                                            "' is not 8 hex digits"));
+            }
+        }
         if (jr.is_object() && jr.contains("coords")) {
             e.coords = parseCoords(jr["coords"]);
         }

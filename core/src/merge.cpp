@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <new>
 #include <sstream>
 
 namespace ttrace {
@@ -310,7 +311,16 @@ MergeResult mergeTensor(const Bundle& bundle, const TensorId& id) {
             return failed;
         }
     }
-    return mergeShards(id, std::move(shards));
+    try {
+        return mergeShards(id, std::move(shards));
+    } catch (const std::bad_alloc&) {
+        MergeResult failed;
+        failed.findings.push_back(makeError("out-of-memory", "tensor " + id.path(),
+                                            "not enough memory to rebuild this tensor of " +
+                                                shapeToString(refs->front().placement.globalShape) +
+                                                " elements"));
+        return failed;
+    }
 }
 
 } // namespace ttrace

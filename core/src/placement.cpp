@@ -67,10 +67,18 @@ std::string Placement::describe() const {
 }
 
 std::optional<std::string> checkPlacement(const Placement& placement, const Shape& localShape) {
+    // Bound the logical size before anything is allocated for it: a corrupt global_shape must
+    // produce a message, not a multi-terabyte allocation or an overflowed element count.
+    std::int64_t total = 1;
     for (auto d : placement.globalShape) {
         if (d < 0) {
             return "global_shape " + shapeToString(placement.globalShape) + " has a negative size";
         }
+        if (d > 0 && total > kMaxLogicalElements / d) {
+            return "global_shape " + shapeToString(placement.globalShape) +
+                   " is implausibly large (more than 2^40 elements)";
+        }
+        total *= d;
     }
     if (placement.kind == PlacementKind::Flat) {
         const std::int64_t localN = elementCount(localShape);

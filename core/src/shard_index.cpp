@@ -1,5 +1,6 @@
 #include "shard_index.h"
 
+#include "file_integrity.h"
 #include "h5_handle.h"
 
 #include <array>
@@ -238,6 +239,12 @@ RankFileIndex indexRankFile(const std::filesystem::path& bundleDir, const Manife
         out.push_back(makeError("not-hdf5", loc, entry.file + " is not an HDF5 file"));
         return index;
     case h5::SignatureCheck::IsHdf5: break;
+    }
+    if (auto problem = checkFileIntegrity(file, entry.fileSize, entry.crc32)) {
+        out.push_back(makeError(problem->find("damaged") != std::string::npos ? "damaged-file"
+                                                                              : "truncated-file",
+                                loc, entry.file + " " + *problem));
+        return index;
     }
     h5::File handle(H5Fopen(file.string().c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
     if (!handle) {

@@ -86,6 +86,21 @@ class _GatherAlong(torch.autograd.Function):
         return _reduce_scatter(g, ctx.dim, ctx.group), None, None
 
 
+class _GatherAlongSplitGrad(torch.autograd.Function):
+    """All-gather forward along `dim`, backward takes only this rank's slice of the gradient
+    without summing the other ranks' contributions. Correct only where every rank computes
+    the same full gradient; used by the bug zoo where it is not (cp-attn-backward)."""
+
+    @staticmethod
+    def forward(ctx, x, dim, group):
+        ctx.dim, ctx.group = dim, group
+        return _gather(x, dim, group)
+
+    @staticmethod
+    def backward(ctx, g):
+        return _split(g, ctx.dim, ctx.group), None, None
+
+
 class _ReduceScatterAlong(torch.autograd.Function):
     """Reduce-scatter forward along `dim`, all-gather backward."""
 
@@ -135,6 +150,10 @@ def reduce_from_region(x, group):
 
 def gather_along(x, dim, group):
     return x if _size(group) == 1 else _GatherAlong.apply(x, dim, group)
+
+
+def gather_along_split_grad(x, dim, group):
+    return x if _size(group) == 1 else _GatherAlongSplitGrad.apply(x, dim, group)
 
 
 def reduce_scatter_along(x, dim, group):

@@ -36,12 +36,14 @@ class DistributedOptimizer:
         hyper: AdamHyper,
         dp_group,
         local_params: list[nn.Parameter] | None = None,
+        bugs: set[str] | None = None,
     ) -> None:
         """`local_params` (expert weights, not replicated over the dp group) get plain Adam."""
         self.local = LocalAdam(local_params or [], hyper)
         self.params = params
         self.hyper = hyper
         self.group = dp_group
+        self.bugs = bugs or set()
         self.step_count = 0
         n, me = comm.group_size(dp_group), comm.group_rank(dp_group)
         self.offsets: list[int] = []
@@ -90,9 +92,22 @@ class DistributedOptimizer:
         full = torch.zeros(self.numel)
         full[self.owned.start : self.owned.end] = self.master
         comm.all_reduce(full, self.group)
-        for p, off in zip(self.params, self.offsets, strict=True):
+        offsets = self.offsets
+        if "dist-opt-wrong-offset" in self.bugs:
+            # Bug zoo: the param views are taken with the offsets of Megatron's reversed
+            # bucket layout while this buffer is laid out in forward order.
+            offsets = self._reversed_offsets()
+        for p, off in zip(self.params, offsets, strict=True):
             p.copy_(full[off : off + p.numel()].view(p.shape))
         self.local.step()
+
+    def _reversed_offsets(self) -> list[int]:
+        out: list[int] = [0] * len(self.params)
+        total = 0
+        for i in reversed(range(len(self.params))):
+            out[i] = total
+            total += self.params[i].numel()
+        return out
 
     def zero_grad(self) -> None:
         self.local.zero_grad()

@@ -1,10 +1,14 @@
 """One pipeline stage of the GPT: the embedding on the first stage, a contiguous range of
-layers, and the final norm, output layer and loss on the last stage."""
+layers, and the final norm, output layer and loss on the last stage. With tied embeddings
+the output layer's weight is the embedding's (a copy on the last stage under pipeline
+parallelism)."""
 
 from __future__ import annotations
 
 import torch
 from torch import nn
+
+import ttrace.capture as ttc
 
 from .config import GPTConfig
 from .layers.column_linear import ColumnParallelLinear
@@ -17,7 +21,12 @@ from .layers.transformer_layer import TransformerLayer
 
 class GPTStage(nn.Module):
     def __init__(
-        self, cfg: GPTConfig, ctx: LayerContext, pp_rank: int = 0, pp_size: int = 1
+        self,
+        cfg: GPTConfig,
+        ctx: LayerContext,
+        pp_rank: int = 0,
+        pp_size: int = 1,
+        tie_embeddings: bool = False,
     ) -> None:
         super().__init__()
         if cfg.layers % pp_size:
@@ -35,6 +44,25 @@ class GPTStage(nn.Module):
             self.final_layernorm = RMSNorm(cfg.hidden, ctx, cfg.norm_eps)
             self.output_layer = ColumnParallelLinear(cfg.hidden, cfg.vocab_size, ctx)
             self.loss = VocabParallelCrossEntropy(cfg.vocab_size, ctx)
+        if tie_embeddings:
+            self._tie(pp_size)
+
+    def _tie(self, pp_size: int) -> None:
+        """Tied embedding / output weight (Megatron's share_embeddings_and_output_weights).
+        One stage: the output layer uses the embedding's parameter (its grad is the lookup
+        grad plus the head grad). Under pipeline parallelism the last stage holds a copy
+        (Megatron's `word_embeddings_for_head`), seeded and captured as `embedding.weight`;
+        finalize_grads all-reduces the two copies' grads over the embedding group."""
+        if self.is_first and self.is_last:
+            self.output_layer.weight = self.embedding.weight
+            return
+        if self.is_first:
+            self.embedding.weight.shared_embedding = True
+        if self.is_last and pp_size > 1:
+            w = self.output_layer.weight
+            w.shared = True  # counted once, on the first stage (grad-norm clipping)
+            w.shared_embedding = True
+            ttc.annotate(w, alias="embedding.weight", partial_over="pp")
 
     def forward(self, x: torch.Tensor, labels: torch.Tensor | None = None) -> torch.Tensor:
         """First stage: x = token ids [b, s]; others: hidden [s, b, h] from the previous stage.

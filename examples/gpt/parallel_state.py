@@ -88,5 +88,14 @@ class ParallelState:
                 g = dist.new_group(members[k])
                 if rank in members[k]:
                     groups[name] = g
+        # Megatron's embedding group: the first and last stage of each pipeline, which hold
+        # the two copies of a tied embedding / output weight.
+        for tp, cp, dp in itertools.product(range(cfg.tp), range(cfg.cp), range(cfg.dp)):
+            if cfg.pp == 1:
+                break
+            ends = [cls.rank_of(cfg, tp, cp, dp, p) for p in (0, cfg.pp - 1)]
+            g = dist.new_group(ends)
+            if rank in ends:
+                groups["embd"] = g
         pp_ranks = [cls.rank_of(cfg, my_tp, my_cp, my_dp, p) for p in range(cfg.pp)]
         return cls(cfg, rank, my_tp, my_cp, my_dp, my_pp, groups, pp_ranks)

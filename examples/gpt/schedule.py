@@ -14,9 +14,20 @@ from .parallel_state import ParallelState
 ForwardStep = Callable[[int, torch.Tensor | None], torch.Tensor]
 
 
-def forward_backward_no_pipelining(forward_step: ForwardStep, micro_batches: int) -> None:
+def scale_loss(loss: torch.Tensor, micro_batches: int, bugs: set[str]) -> torch.Tensor:
+    """Megatron's schedules divide each micro-batch's loss by the number of micro-batches, so
+    that the accumulated gradient is the mean over micro-batches."""
+    if "grad-accum-scale" in bugs:
+        # Bug zoo: the division is dropped (it moved into a loss function that does not do it).
+        return loss
+    return loss / micro_batches
+
+
+def forward_backward_no_pipelining(
+    forward_step: ForwardStep, micro_batches: int, bugs: set[str] | None = None
+) -> None:
     for i in range(micro_batches):
-        forward_step(i, None).backward()
+        scale_loss(forward_step(i, None), micro_batches, bugs or set()).backward()
 
 
 class _P2P:
@@ -51,6 +62,7 @@ def forward_backward_1f1b(
     dtype: torch.dtype,
 ) -> None:
     p2p = _P2P(ps, shape, dtype)
+    last_stage = ps.is_last_stage
     inputs: list[torch.Tensor | None] = []
     outputs: list[torch.Tensor] = []
 
@@ -60,6 +72,8 @@ def forward_backward_1f1b(
 
     def forward(i: int, x: torch.Tensor | None) -> torch.Tensor:
         y = forward_step(i, x)
+        if last_stage:
+            y = scale_loss(y, micro_batches, ps.cfg.bugs)
         inputs.append(x)
         outputs.append(y)
         return y

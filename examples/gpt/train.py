@@ -12,7 +12,7 @@ import argparse
 import json
 import resource
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import torch
 import torch.distributed as dist
@@ -21,6 +21,7 @@ import ttrace.capture as ttc
 
 from . import bugs
 from .adam import AdamHyper
+from .clip import clip_grad_norm
 from .config import GPTConfig, ParallelConfig
 from .data import global_batch, local_slice
 from .dist_optimizer import DistributedOptimizer
@@ -29,6 +30,7 @@ from .layers.context import LayerContext
 from .local_optimizer import LocalAdam
 from .model import GPTStage
 from .parallel_state import ParallelState
+from .probe import install_probe
 from .schedule import forward_backward_1f1b, forward_backward_no_pipelining
 
 
@@ -38,6 +40,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         a.add_argument(f"--{name}", type=int, default=1)
     a.add_argument("--reference", action="store_true", help="single-process reference run")
     a.add_argument("--no-sequence-parallel", action="store_true")
+    a.add_argument(
+        "--tie-embeddings",
+        action="store_true",
+        help="output layer uses the embedding weight (a synced copy on the last stage)",
+    )
     a.add_argument("--dist-optimizer", action="store_true")
     a.add_argument("--sgd", action="store_true", help="SGD instead of Adam")
     a.add_argument("--precision", default="fp32", choices=["fp32", "bf16", "bf16-autocast", "fp8"])
@@ -51,8 +58,20 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     a.add_argument("--capture", default="all", help="iterations to capture: all, none, or 0,1")
     a.add_argument("--perturbations", type=int, default=0, help="reference: perturbed variants")
     a.add_argument("--seed", type=int, default=1234)
+    a.add_argument(
+        "--perturb-each-step",
+        action="store_true",
+        help="reference: perturb each step from the nominal state (not whole runs)",
+    )
     a.add_argument("--out", default="ttrace-bundle")
     a.add_argument("--inject", action="append", default=[], help="bug-zoo bug name (repeat)")
+    a.add_argument("--clip-grad", type=float, default=0.0, help="global-norm clip (0: off)")
+    a.add_argument(
+        "--probe-delta",
+        default=None,
+        metavar="MODULE:DELTA",
+        help="calibration probe: scale MODULE's output by 1+DELTA on global rank 0",
+    )
     a.add_argument("--stats", action="store_true", help="print timing/memory as JSON (rank 0)")
     return a.parse_args(argv)
 
@@ -99,12 +118,15 @@ def main(argv: Sequence[str] | None = None) -> None:
         bugs=pcfg.bugs,
         params_dtype=params_dtype,
     )
-    model = GPTStage(cfg, ctx, ps.pp_rank, pcfg.pp)
+    model = GPTStage(cfg, ctx, ps.pp_rank, pcfg.pp, tie_embeddings=args.tie_embeddings)
     info = ttc.ParallelInfo(
         tp=pcfg.tp, pp=pcfg.pp, dp=pcfg.dp, cp=pcfg.cp, ep=pcfg.ep,
         tp_rank=ps.tp_rank, pp_rank=ps.pp_rank, dp_rank=ps.dp_rank, cp_rank=ps.cp_rank,
     )  # fmt: skip
     ttc.seeded_init(model, args.seed, parallel=info)
+    if args.probe_delta and ps.rank == 0 and not args.reference:
+        # Installed before the tracer's hooks so that the capture sees the probed output.
+        install_probe(model, args.probe_delta)
 
     params = [p for p in model.parameters()]
     hyper = AdamHyper(sgd=args.sgd)
@@ -114,6 +136,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             hyper,
             ps.group("dp_cp"),
             local_params=[p for p in params if is_expert(p)],
+            bugs=pcfg.bugs,
         )
     else:
         optimizer = LocalAdam(params, hyper)
@@ -138,13 +161,15 @@ def main(argv: Sequence[str] | None = None) -> None:
         model_name=cfg.describe(),
     )
 
-    tokens = args.micro_batches * args.global_batch * cfg.seq_len
+    # Each micro-batch's loss is normalized by its token count; the schedule divides by the
+    # number of micro-batches (as Megatron's does), so the gradient is the global mean.
+    tokens = args.global_batch * cfg.seq_len
     act_dtype = torch.bfloat16 if args.precision == "bf16" else torch.float32
     sp = pcfg.tp if ctx.sp else 1
     shape = (cfg.seq_len // pcfg.cp // sp, args.global_batch // pcfg.dp, cfg.hidden)
     step_times: dict[bool, list[float]] = {True: [], False: []}
 
-    for it in range(args.iterations):
+    def train_iteration(it: int, variants: Iterable[str]) -> None:
         ids, labels = global_batch(
             args.seed, it, args.micro_batches, args.global_batch, cfg.seq_len, cfg.vocab_size
         )
@@ -160,11 +185,11 @@ def main(argv: Sequence[str] | None = None) -> None:
             with autocast:
                 out = model(ids[i] if ps.is_first_stage else x, labels[i])
             if ps.is_last_stage:
-                # Normalized by the global token count: every rank's gradient is a partial sum.
+                # Normalized by the global micro-batch token count: each rank holds a partial sum.
                 return out.float().sum() / tokens
             return out
 
-        for _variant in tracer.variants(it):
+        for _variant in variants:
             if ps.cfg.world_size > 1:
                 dist.barrier()
             t0 = time.perf_counter()
@@ -173,11 +198,23 @@ def main(argv: Sequence[str] | None = None) -> None:
                 if pcfg.pp > 1:
                     forward_backward_1f1b(forward_step, args.micro_batches, ps, shape, act_dtype)
                 else:
-                    forward_backward_no_pipelining(forward_step, args.micro_batches)
+                    forward_backward_no_pipelining(forward_step, args.micro_batches, pcfg.bugs)
                 finalize_grads(params, ps, optimizer if pcfg.dist_optimizer else None)
+                if args.clip_grad > 0:
+                    clip_grad_norm(params, args.clip_grad, ps)
                 optimizer.step()
             if _variant == "nominal" and it > 0:  # iteration 0 includes warm-up
                 step_times[it in capture].append(time.perf_counter() - t0)
+
+    if args.perturb_each_step:
+        for it in range(args.iterations):
+            train_iteration(it, tracer.variants(it))
+    else:
+        # Whole-run perturbation: each perturbed variant re-runs every iteration from the
+        # initial state, so its floors include the round-off carried from step to step.
+        for variant in tracer.run_variants():
+            for it in range(args.iterations):
+                train_iteration(it, [variant])
 
     record = tracer.close()
     if args.stats and ps.rank == 0:

@@ -6,6 +6,7 @@ import json
 import pickle
 import shutil
 import subprocess
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 
@@ -23,6 +24,7 @@ from ttrace.bundle import (
     TensorKey,
     write_manifest,
 )
+from ttrace.bundle.checksum import file_checksum
 
 KEY = TensorKey("nominal", 3, 1, "layers.0.mlp", "forward_output", "0")
 
@@ -160,7 +162,23 @@ def test_root_attributes(bundle: Path) -> None:
     expected = {"tp": 1, "pp": 2, "dp": 0, "cp": 1, "ep": 0, "vpp": 0}
     assert {k: int(attrs[f"coord_{k}"]) for k in expected} == expected
     assert all(attrs[f"coord_{k}"].dtype == np.int64 for k in expected)
-    assert record == RankRecord(rank=3, file="rank-00003.h5", coords=expected, tensors=0, bytes=0)
+    size, crc = file_checksum(bundle / "rank-00003.h5")
+    assert record == RankRecord(
+        rank=3,
+        file="rank-00003.h5",
+        coords=expected,
+        tensors=0,
+        bytes=0,
+        file_size=size,
+        crc32=crc,
+    )
+    assert size == (bundle / "rank-00003.h5").stat().st_size and len(crc) == 8
+
+
+def test_checksum_matches_zlib(tmp_path: Path) -> None:
+    payload = b"ttrace" * 1_000_003  # more than one read chunk
+    (tmp_path / "f").write_bytes(payload)
+    assert file_checksum(tmp_path / "f") == (len(payload), f"{zlib.crc32(payload):08x}")
 
 
 def test_dataset_attributes_and_path(bundle: Path) -> None:
@@ -405,6 +423,8 @@ def test_manifest_fields(bundle: Path) -> None:
         "coords": {"tp": 1, "pp": 0, "dp": 0, "cp": 0, "ep": 0, "vpp": 0},
         "tensors": 1,
         "bytes": 24,
+        "file_size": (bundle / "rank-00001.h5").stat().st_size,
+        "crc32": file_checksum(bundle / "rank-00001.h5")[1],
     }
     assert data["producer"] == "ttrace 0.1.0"
     assert data["created"].endswith("Z")

@@ -111,6 +111,37 @@ def test_parameter_placements_under_tp_dp_and_sp() -> None:
     assert mean.param_placement(lin.weight, (4, 3), lin, "param_grad")[1] == 0.25
 
 
+def test_tied_copy_across_pipeline_stages() -> None:
+    """A tied embedding copy on the last stage: captured and seeded under its alias, its
+    grad a partial sum over (dp, stage), everything else replicas over the two stages."""
+    head = column(4, 3)
+    annotate(head.weight, alias="embedding.weight", partial_over="pp")
+    info = ParallelInfo(tp=2, pp=2, dp=2, tp_rank=1, pp_rank=1, dp_rank=1)
+    inf = PlacementInference(canonical_names([head]), info, CallStructure())
+    g, _ = inf.param_placement(head.weight, (4, 3), head, "param_grad")
+    assert g.combine == "sum" and g.partial_index == 1 * 2 + 1  # dp-major, then stage
+    p, _ = inf.param_placement(head.weight, (4, 3), head, "main_grad")
+    assert p.combine == "replica" and p.box_spans[0][0] == (0, 4, 4)
+    # first stage: Megatron's attribute means the same; one stage: no effect
+    emb = column(4, 3)
+    emb.weight.shared_embedding = True
+    first = PlacementInference(
+        canonical_names([emb]), ParallelInfo(pp=2, pp_rank=0), CallStructure()
+    )
+    g0, _ = first.param_placement(emb.weight, (4, 3), emb, "param_grad")
+    assert g0.combine == "sum" and g0.partial_index == 0
+    single = PlacementInference(canonical_names([emb]), ParallelInfo(), CallStructure())
+    assert single.param_placement(emb.weight, (4, 3), emb, "param_grad")[0].combine == "copy"
+    # seeded under the alias: the copy starts as the tensor it copies
+    ref = nn.Module()
+    ref.embedding = column(4, 3)
+    seeded_init(ref, 7)
+    root = nn.Module()
+    root.output_layer = head
+    used = seeded_init(root, 7)
+    assert "embedding.weight" in used and torch.equal(head.weight, ref.embedding.weight)
+
+
 def test_flat_ranges_of_row_split_parameter() -> None:
     info = ParallelInfo(tp=2, tp_rank=1)
     row = nn.Module()

@@ -123,6 +123,26 @@ def test_expert_parallel_matches_reference(tmp_path: Path, reference_moe: Path) 
     assert any(i[3] == "layers.1.mlp.experts.local_experts.3" for i in errors)
 
 
+def test_tied_embeddings_match_reference(tmp_path: Path) -> None:
+    """--tie-embeddings: the last stage's copy of the embedding weight is captured as
+    `embedding.weight` (param_grad a partial sum over the two stages, the rest replicas), and
+    the head keeps its module name, so reference and PP2 candidate compare tensor for tensor."""
+    ref, cand = tmp_path / "ref", tmp_path / "cand"
+    run_example(ref, 1, "--reference", "--tie-embeddings", "--iterations", "1")
+    run_example(cand, 2, "--pp", "2", "--tie-embeddings", "--iterations", "1")
+    errors = check_candidate(cand, ref)
+    names = {(i[3], i[4], i[5]) for i in errors}
+    assert ("embedding", "param_grad", "weight") in names
+    assert ("embedding", "param_after_step", "weight") in names
+    assert ("output_layer", "forward_output", "0") in names
+    assert not any(i[3] == "output_layer" and i[5] == "weight" for i in errors)
+    for rank in (0, 1):  # both stages hold the tensor
+        with h5py.File(cand / f"rank-{rank:05d}.h5", "r") as h:
+            ds = h["nominal/iter_0/mb_0/embedding/param_grad/weight"]
+            assert str(ds.attrs["combine"]) == "sum"
+            assert int(ds.attrs["partial_index"]) == rank
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(
     ("nproc", "args"),

@@ -195,7 +195,7 @@ REPLICA = fixtures.REPLICA.path
 def test_expected_txt_lists_every_case(outdir: Path) -> None:
     lines = (outdir / "broken" / "EXPECTED.txt").read_text().splitlines()
     table = dict(line.split("\t") for line in lines)
-    assert table == fixtures.BROKEN_CASES and len(lines) == 13
+    assert table == fixtures.BROKEN_CASES and len(lines) == len(fixtures.BROKEN_CASES)
     assert {p.name for p in (outdir / "broken").iterdir() if p.is_dir()} == set(table)
 
 
@@ -232,7 +232,7 @@ def test_broken_case_has_exactly_its_defect(outdir: Path, case: str) -> None:
     elif case == "missing-manifest":
         assert diff == manifest_items
     elif case == "box-outside-shape":
-        assert diff == {f"{R1}:{REPLICA}:attr:boxes"}
+        assert diff == {f"{R1}:{REPLICA}:attr:boxes", "manifest:ranks"}
         assert broken[f"{R1}:{REPLICA}:attr:boxes"] == "[[0, 1, 3]]"
     elif case == "holes":
         removed = {
@@ -244,15 +244,20 @@ def test_broken_case_has_exactly_its_defect(outdir: Path, case: str) -> None:
         assert diff == {f"{R1}:{SPLIT}:data", f"{R1}:{SPLIT}:attr:boxes", "manifest:ranks"}
         assert ranks_delta(valid, broken) == {"tensors": 0, "bytes": 16}
     elif case == "replica-disagree":
-        assert diff == {f"{R1}:{REPLICA}:data"}
+        assert diff == {f"{R1}:{REPLICA}:data", "manifest:ranks"}
     elif case == "unknown-dtype":
-        assert diff == {f"{R1}:{SPLIT}:attr:dtype"}
+        assert diff == {f"{R1}:{SPLIT}:attr:dtype", "manifest:ranks"}
         assert broken[f"{R1}:{SPLIT}:attr:dtype"] == "'float7'"
     elif case == "tensor-count-mismatch":
         assert diff == {"manifest:ranks"}
         assert ranks_delta(valid, broken) == {"tensors": 1, "bytes": 0}
     elif case == "rank-attr-mismatch":
-        assert diff == {f"{R1}:attr:rank"}
+        assert diff == {f"{R1}:attr:rank", "manifest:ranks"}
+    elif case == "corrupt-bytes":
+        data = (outdir / "broken" / case / R1).read_bytes()
+        assert len(data) == len(valid_r1) and data != valid_r1
+        assert sum(a != b for a, b in zip(data, valid_r1, strict=True)) == 8
+        assert "manifest:ranks" not in diff  # the manifest still describes the good file
     else:
         pytest.fail(f"untested case {case}")
 
@@ -260,8 +265,10 @@ def test_broken_case_has_exactly_its_defect(outdir: Path, case: str) -> None:
 def ranks_delta(valid: dict[str, Any], broken: dict[str, Any]) -> dict[str, int]:
     before, after = json.loads(valid["manifest:ranks"]), json.loads(broken["manifest:ranks"])
     assert before[0] == after[0]
-    rest = {k: v for k, v in after[1].items() if k not in ("tensors", "bytes")}
-    assert rest == {k: v for k, v in before[1].items() if k not in ("tensors", "bytes")}
+    # A defect written into the file also changes its recorded size and checksum.
+    changing = ("tensors", "bytes", "file_size", "crc32")
+    rest = {k: v for k, v in after[1].items() if k not in changing}
+    assert rest == {k: v for k, v in before[1].items() if k not in changing}
     return {k: after[1][k] - before[1][k] for k in ("tensors", "bytes")}
 
 

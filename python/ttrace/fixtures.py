@@ -33,6 +33,7 @@ import h5py
 import numpy as np
 
 from .bundle import BundleWriter, DType, Placement, RankRecord, TensorKey, write_manifest
+from .bundle.checksum import file_checksum
 
 DTYPES = tuple(DType.BY_NAME)
 WORLD = 4
@@ -301,6 +302,19 @@ BROKEN_CASES: dict[str, str] = {
     "unknown-dtype": "float7",
     "tensor-count-mismatch": "tensors",
     "rank-attr-mismatch": "rank",
+    "corrupt-bytes": "CRC-32",
+}
+
+# Defects a buggy writer could have produced: the file is rewritten with the defect and the
+# manifest records its real size and CRC-32, so the reader must find the defect inside the
+# file. The other cases are damage in copying: the manifest still describes the good file.
+WRITTEN_DEFECTS = {
+    "box-outside-shape",
+    "holes",
+    "overlap-copy",
+    "replica-disagree",
+    "unknown-dtype",
+    "rank-attr-mismatch",
 }
 
 
@@ -365,6 +379,11 @@ def _delete_dataset(file: h5py.File, path: str) -> None:
         parent = parent.rsplit("/", 1)[0]
 
 
+def _refresh_checksum(bundle: Path, rank: int) -> None:
+    size, crc = file_checksum(bundle / f"rank-{rank:05d}.h5")
+    _edit_manifest(bundle, lambda d: _rank_entry(d, rank).update(file_size=size, crc32=crc))
+
+
 def _break(case: str, bundle: Path) -> None:
     rank1 = bundle / "rank-00001.h5"
     if case == "missing-rank-file":
@@ -423,8 +442,16 @@ def _break(case: str, bundle: Path) -> None:
     elif case == "rank-attr-mismatch":
         with h5py.File(rank1, "r+") as f:
             f.attrs["rank"] = np.int64(5)
+    elif case == "corrupt-bytes":
+        # Same size, a few bytes changed in the middle: only the checksum can tell.
+        data = bytearray(rank1.read_bytes())
+        for offset in range(len(data) // 2, len(data) // 2 + 64, 8):
+            data[offset] ^= 0x5A
+        rank1.write_bytes(bytes(data))
     else:
         raise ValueError(f"unknown broken case {case!r}")
+    if case in WRITTEN_DEFECTS:
+        _refresh_checksum(bundle, 1)
 
 
 def write_broken(outdir: Path) -> None:

@@ -9,6 +9,7 @@
 #include <QtTest>
 
 #include <hdf5.h>
+#include <nlohmann/json.hpp>
 
 #include <chrono>
 #include <filesystem>
@@ -72,6 +73,23 @@ bool scaleDataset(const fs::path& file, const std::string& path, double delta) {
     }
     H5Fclose(f);
     return ok;
+}
+
+// The edit above plays a buggy run that wrote these values; such a bundle's manifest records
+// the checksum of what was written. Dropping the recorded size and CRC-32 (optional fields)
+// keeps the reader from taking the edit for damage in copying.
+bool forgetChecksums(const fs::path& bundle) {
+    std::ifstream in(bundle / "manifest.json");
+    auto manifest = nlohmann::json::parse(in, nullptr, false);
+    if (manifest.is_discarded()) {
+        return false;
+    }
+    for (auto& rank : manifest["ranks"]) {
+        rank.erase("file_size");
+        rank.erase("crc32");
+    }
+    std::ofstream(bundle / "manifest.json") << manifest.dump(2);
+    return true;
 }
 
 } // namespace
@@ -151,6 +169,7 @@ private slots:
         fs::copy(demoDir() / "clean" / "candidate", cand, fs::copy_options::recursive);
         QVERIFY(scaleDataset(cand / "rank-00000.h5",
                              "/nominal/iter_0/mb_0/layers.0.mlp.fc1/forward_output/0", 2.4e-6));
+        QVERIFY(forgetChecksums(cand));
         const auto r = diffBundleDirs(demoDir() / "clean" / "reference", cand, noCache());
         const auto* t = find(r, "layers.0.mlp.fc1", TensorKind::ForwardOutput, 0, 0);
         QVERIFY(t);

@@ -64,6 +64,14 @@ private slots:
         Placement p{{2, 2}, PlacementKind::Flat, {}, {{0, 2, 3}}, Combine::Copy, 0, false};
         QVERIFY(checkPlacement(p, {3}).has_value());
     }
+    void rejectsImplausiblyLargeShape() {
+        // A corrupt global_shape must be refused before anything is allocated for it.
+        Placement p{
+            {1 << 30, 1 << 30, 8}, PlacementKind::Flat, {}, {{0, 0, 1}}, Combine::Copy, 0, false};
+        const auto problem = checkPlacement(p, {1});
+        QVERIFY(problem.has_value());
+        QVERIFY2(problem->find("implausibly large") != std::string::npos, problem->c_str());
+    }
     void rankMismatch() {
         Placement p{{2, 2}, PlacementKind::Boxes, {Box{{{0, 0, 2}, {0, 0, 2}}}},
                     {},     Combine::Copy,        0,

@@ -32,6 +32,8 @@ struct RankEntry {
     RankCoords coords;
     std::int64_t tensors = -1; // -1: not recorded
     std::int64_t bytes = -1;
+    std::int64_t fileSize = -1;         // size of the closed file; -1: not recorded
+    std::optional<std::uint32_t> crc32; // CRC-32 of the whole closed file, if recorded
 };
 
 struct Manifest {

@@ -46,6 +46,10 @@ struct Placement {
     [[nodiscard]] std::string describe() const;
 };
 
+// Largest logical tensor the engine accepts (2^40 elements, 8 TiB as doubles): anything larger
+// is a corrupt shape, not a real activation.
+inline constexpr std::int64_t kMaxLogicalElements = std::int64_t{1} << 40;
+
 std::int64_t elementCount(const Shape& shape);
 std::string shapeToString(const Shape& shape);
 

@@ -34,13 +34,19 @@ class Attention(nn.Module):
         # Global positions of this rank's tokens, and the order that puts all-gathered keys
         # back in sequence order.
         pos = two_chunk_indices(cfg.seq_len, ctx.cp_rank, ctx.cp_size)
+        if ctx.has_bug("rope-cp-offset"):
+            # Bug zoo: rotary positions as if this rank held one contiguous chunk, while the
+            # data uses the load-balanced two-chunk layout (the causal mask stays right).
+            rope_pos = torch.arange(len(pos)) + ctx.cp_rank * len(pos)
+        else:
+            rope_pos = pos
         gathered = torch.cat(
             [two_chunk_indices(cfg.seq_len, r, ctx.cp_size) for r in range(ctx.cp_size)]
         )
         self.register_buffer("positions", pos, persistent=False)
         self.register_buffer("key_order", torch.argsort(gathered), persistent=False)
         self.register_buffer("key_positions", gathered[torch.argsort(gathered)], persistent=False)
-        cos, sin = rope_tables(pos, cfg.head_dim, cfg.rope_base)
+        cos, sin = rope_tables(rope_pos, cfg.head_dim, cfg.rope_base)
         self.register_buffer("cos", cos, persistent=False)
         self.register_buffer("sin", sin, persistent=False)
 
@@ -56,8 +62,15 @@ class Attention(nn.Module):
         if self.ctx.cp_size > 1:
             # All-gather K/V over cp (backward reduce-scatters their gradients) and restore
             # sequence order so that softmax sums run in the reference's order.
-            k = comm.gather_along(k, 0, self.ctx.cp_group).index_select(0, self.key_order)
-            v = comm.gather_along(v, 0, self.ctx.cp_group).index_select(0, self.key_order)
+            # Bug zoo (cp-attn-backward): a backward that keeps only the local dK/dV instead
+            # of reduce-scattering every rank's contribution to them.
+            gather = (
+                comm.gather_along_split_grad
+                if self.ctx.has_bug("cp-attn-backward")
+                else comm.gather_along
+            )
+            k = gather(k, 0, self.ctx.cp_group).index_select(0, self.key_order)
+            v = gather(v, 0, self.ctx.cp_group).index_select(0, self.key_order)
         k = k.repeat_interleave(self.q_per_group, dim=2)
         v = v.repeat_interleave(self.q_per_group, dim=2)
         scores = torch.einsum("sbhd,tbhd->bhst", q, k) / math.sqrt(self.head_dim)

@@ -54,11 +54,19 @@ class LayerContext:
     def has_bug(self, name: str) -> bool:
         return name in self.bugs
 
-    def gemm(self, x: torch.Tensor, w: torch.Tensor, weight_group=None) -> torch.Tensor:
+    def gemm(
+        self, x: torch.Tensor, w: torch.Tensor, weight_group=None, shared_input: bool = True
+    ) -> torch.Tensor:
         """x @ w.T; under fp8 both inputs are rounded through float8_e4m3fn with a per-tensor
         scale whose amax is reduced over every rank holding a piece of the same tensor, so
         the candidate quantizes exactly like the single-device reference."""
         if self.precision == "fp8":
-            x = fp8_cast(x, lambda a: comm.all_reduce(a, self.amax_group, comm.dist.ReduceOp.MAX))
-            w = fp8_cast(w, lambda a: comm.all_reduce(a, weight_group, comm.dist.ReduceOp.MAX))
+            # `shared_input=False`: x is whole on this rank (an expert's tokens), so its amax
+            # must not be mixed with other ranks' (other experts') inputs.
+            x_group = self.amax_group if shared_input else None
+            x = fp8_cast(x, lambda a: comm.all_reduce(a, x_group, comm.dist.ReduceOp.MAX))
+            # Bug zoo (fp8-amax-not-reduced): each tp rank scales its weight shard by the
+            # shard's own amax, so shards are quantized on different grids.
+            w_group = None if self.has_bug("fp8-amax-not-reduced") else weight_group
+            w = fp8_cast(w, lambda a: comm.all_reduce(a, w_group, comm.dist.ReduceOp.MAX))
         return F.linear(x, w)

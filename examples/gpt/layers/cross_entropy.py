@@ -24,7 +24,10 @@ class VocabParallelCrossEntropy(nn.Module):
         lmax = logits.detach().max(dim=-1).values
         lmax = comm.all_reduce(lmax, group, comm.dist.ReduceOp.MAX)
         shifted = logits - lmax.unsqueeze(-1)
-        sum_exp = comm.reduce_from_region(shifted.exp().sum(dim=-1), group)
+        sum_exp = shifted.exp().sum(dim=-1)
+        if not self.ctx.has_bug("vocab-ce-missing-allreduce"):
+            # Bug zoo: without this all-reduce each rank normalizes over its vocab slice only.
+            sum_exp = comm.reduce_from_region(sum_exp, group)
         outside = (labels < self.vocab_start_index) | (labels >= self.vocab_end_index)
         local = (labels - self.vocab_start_index).masked_fill(outside, 0)
         target = shifted.gather(-1, local.unsqueeze(-1)).squeeze(-1).masked_fill(outside, 0.0)

@@ -29,7 +29,11 @@ class VocabParallelEmbedding(nn.Module):
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
         # ids [b, s] -> output [s, b, h] (Megatron's layout)
-        outside = (ids < self.vocab_start_index) | (ids >= self.vocab_end_index)
+        if self.ctx.has_bug("vocab-embedding-off-by-one"):
+            # Bug zoo: `>` where `>=` belongs at the range start drops each range's first id.
+            outside = ~((ids > self.vocab_start_index) & (ids < self.vocab_end_index))
+        else:
+            outside = (ids < self.vocab_start_index) | (ids >= self.vocab_end_index)
         local = (ids - self.vocab_start_index).masked_fill(outside, 0)
         out = F.embedding(local, self.weight)
         out = out.masked_fill(outside.unsqueeze(-1), 0.0)

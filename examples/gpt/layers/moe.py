@@ -4,7 +4,14 @@ Tokens are flattened batch-major, so that concatenating the tokens an expert rec
 each expert-parallel rank (in rank order, each rank's tokens in its own order) reproduces the
 order the single-device reference feeds that expert; the tensors of every expert then compare
 one to one. Expert parallelism here requires ep == dp (every rank of the data-parallel group
-exchanges tokens), tp == 1 and cp == 1.
+exchanges tokens) and cp == 1.
+
+Under tensor parallelism the router scores this rank's sequence slice (so its weight gradient
+is a partial sum over tp, all-reduced like a norm weight's), then tokens and router logits
+are all-gathered over tp and every tp rank runs the same routing and the same (replicated)
+experts on the full sequence; each keeps its own slice of the output. Because the work after
+the gather is replicated, every rank's gradient there is already the full gradient: the
+gather's backward takes the own slice without summing.
 """
 
 from __future__ import annotations
@@ -22,18 +29,28 @@ from .token_exchange import all_reduce_both
 class MoELayer(nn.Module):
     def __init__(self, hidden: int, ffn: int, num_experts: int, ctx: LayerContext) -> None:
         super().__init__()
-        if ctx.tp_size > 1 or ctx.cp_size > 1:
-            raise ValueError("the example's MoE layer supports ep and dp only (tp = cp = 1)")
+        if ctx.cp_size > 1:
+            raise ValueError("the example's MoE layer supports tp, ep and dp only (cp = 1)")
         self.ctx = ctx
+        self.sequence_parallel = ctx.sp
         self.num_experts = num_experts
         self.router = TopKRouter(hidden, num_experts, ctx)
         self.experts = Experts(hidden, ffn, num_experts, ctx)
         self.local_expert_indices = self.experts.local_expert_indices
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        logits = self.router(x)
+        if self.ctx.sp:
+            tp = self.ctx.tp_group
+            x = comm.gather_along_split_grad(x, 0, tp)
+            logits = comm.gather_along_split_grad(logits, 0, tp)
+            return comm.scatter_along(self._dispatch(x, logits), 0, tp)
+        return self._dispatch(x, logits)
+
+    def _dispatch(self, x: torch.Tensor, logits: torch.Tensor) -> torch.Tensor:
         s, b, h = x.shape
         tokens = x.transpose(0, 1).reshape(-1, h)  # batch-major [b*s, h]
-        logits = self.router(x).transpose(0, 1).reshape(-1, self.num_experts)
+        logits = logits.transpose(0, 1).reshape(-1, self.num_experts)
         probs = torch.softmax(logits.float(), dim=-1)
         top_p, top_e = probs.max(dim=-1)
         order = torch.argsort(top_e, stable=True)
@@ -61,6 +78,11 @@ class MoELayer(nn.Module):
             out_pool = out_pool.index_add(0, rows, y)
         out_pool = all_reduce_both(out_pool, group)
         mine = out_pool[me * cap : me * cap + routed.shape[0]]
-        combined = torch.empty_like(mine).index_copy(0, order, mine)
+        if self.ctx.has_bug("ep-dispatch-mismatch"):
+            # Bug zoo: the un-permute gathers with the dispatch indices (applying the
+            # permutation a second time) where it must scatter with them.
+            combined = mine.index_select(0, order)
+        else:
+            combined = torch.empty_like(mine).index_copy(0, order, mine)
         combined = combined * top_p.to(combined.dtype)[:, None]
         return combined.view(b, s, h).transpose(0, 1).contiguous()

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import h5py
 import numpy as np
 
+from .checksum import file_checksum
 from .dtypes import DType
 from .key import TensorKey
 from .placement import Placement
@@ -166,12 +167,15 @@ class BundleWriter:
         if self._file is not None:
             self._file.close()
             self._file = None
+            size, crc = file_checksum(self.path)
             self._record = RankRecord(
                 rank=self.rank,
                 file=self.file_name,
                 coords=dict(self.coords),
                 tensors=len(self._written),
                 bytes=self._bytes,
+                file_size=size,
+                crc32=crc,
             )
         assert self._record is not None
         return self._record

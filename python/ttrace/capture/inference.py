@@ -15,7 +15,7 @@ from torch import nn
 
 from ttrace.bundle import Placement
 
-from .annotate import ModuleAnnotation, annotation_of
+from .annotate import ModuleAnnotation, annotation_of, tied_across_pp
 from .call_structure import CallStructure
 from .dtensor_placement import dtensor_placement, is_dtensor
 from .layer_rules import layer_rule
@@ -139,6 +139,9 @@ class PlacementInference:
         placement, scale = self.param_placement(param, tuple(param.shape), owner, kind)
         return tensor, placement, scale
 
+    def tied_across_pp(self, param: torch.Tensor) -> bool:
+        return self.info.pp > 1 and tied_across_pp(param)
+
     def param_placement(
         self, param: torch.Tensor, shape: Sequence[int], owner: nn.Module | None, kind: str
     ) -> tuple[Placement, float]:
@@ -159,9 +162,12 @@ class PlacementInference:
             ]
         )
         tp_replicas = 1 if tp_split else info.tp
-        replicas = math.prod(n for n, _ in data_groups) * tp_replicas
+        # A copy tied across the first and last pipeline stage (tied embeddings): the two
+        # stages hold partial sums of its gradient and replicas of everything else.
+        pp_groups = [(2, 0 if info.pp_rank == 0 else 1)] if self.tied_across_pp(param) else []
+        replicas = math.prod(n for n, _ in data_groups + pp_groups) * tp_replicas
         if kind == "param_grad":
-            groups = list(data_groups)
+            groups = list(data_groups) + pp_groups
             if getattr(param, "sequence_parallel", False) and not tp_split:
                 groups.append((info.tp, info.tp_rank))
             parts = math.prod(n for n, _ in groups)

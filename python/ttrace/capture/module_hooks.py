@@ -24,11 +24,12 @@ from torch import nn
 
 from ttrace.bundle import Placement, TensorKey
 
+from .annotate import param_annotation_of
 from .capture_state import CaptureState
 from .errors import TracerError
 from .inference import PlacementInference
 from .module_table import ModuleTable
-from .naming import ModuleNames
+from .naming import ROOT_NAME, ModuleNames
 from .perturbation import Perturbation
 
 Sink = Callable[[TensorKey, torch.Tensor, Placement | None], None]
@@ -82,6 +83,8 @@ class ModuleHooks:
             self.handles.append(module.register_forward_pre_hook(self._pre))
             self.handles.append(module.register_forward_hook(self._post))
             for pname, p in module.named_parameters(recurse=False):
+                if p in self.owner:
+                    continue  # a parameter shared by two modules keeps its first owner
                 self.owner[p] = (module, pname)
                 if p.requires_grad:
                     self.handles.append(p.register_post_accumulate_grad_hook(self._grad_hook))
@@ -106,7 +109,13 @@ class ModuleHooks:
             raise TracerError(f"ttrace: capturing {what} failed: {exc}") from exc
 
     def param_name(self, p: nn.Parameter) -> tuple[nn.Module, str, str]:
+        """(owner module, canonical module name, parameter name); an `alias` annotation
+        (a tied copy) names the tensor it copies."""
         module, pname = self.owner[p]
+        ann = param_annotation_of(p)
+        alias = ann.module_and_param(ROOT_NAME) if ann is not None else None
+        if alias is not None:
+            return module, alias[0], alias[1]
         return module, self.names.name(module), pname
 
     def emit_param(self, p: nn.Parameter, tensor: torch.Tensor, kind: str, mb: int) -> None:

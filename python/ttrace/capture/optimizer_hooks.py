@@ -78,7 +78,8 @@ class OptimizerHooks:
         ranges = flat_ranges_of_box(box, tuple(p.shape), start, end)
         info = self.hooks.inference.info
         tp_split = bool(getattr(p, "tensor_model_parallel", False)) and info.tp > 1
-        combine = "replica" if info.tp > 1 and not tp_split else "copy"
+        tied = self.hooks.inference.tied_across_pp(p)
+        combine = "replica" if (info.tp > 1 and not tp_split) or tied else "copy"
         placement = Placement.flat(box.global_shape, ranges, combine=combine)
         local = to_host(grad.reshape(-1)[start:end])
         self.hooks.sink(self.hooks._key(-1, mname, "main_grad", pname), local, placement)

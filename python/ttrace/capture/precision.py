@@ -33,7 +33,9 @@ class _Fp8Cast(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, x: torch.Tensor, reduce: AmaxReduce | None) -> torch.Tensor:
-        amax = x.detach().abs().max().float().reshape(1)
+        # An empty tensor (an expert that received no tokens) has amax 0; it must still join
+        # the amax reduction, which is a collective.
+        amax = x.detach().abs().max().float().reshape(1) if x.numel() else torch.zeros(1)
         if reduce is not None:
             # The caller reduces amax over the ranks that share this tensor (a MAX all-reduce).
             amax = reduce(amax)

@@ -3,7 +3,9 @@
 Each full logical parameter is drawn from its own generator, seeded from its canonical name
 and the run seed, then this rank keeps its shard (by the same placement inference used for
 capture). So a parameter's values do not depend on the parallel layout, on the order
-parameters are created, or on which pipeline stage or expert-parallel rank holds it.
+parameters are created, or on which pipeline stage or expert-parallel rank holds it. A
+parameter shared by two modules is seeded once, under its first name; a copy annotated with
+an `alias` (a tied embedding on the last stage) is seeded under the alias.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from torch import nn
 
 from ttrace.bundle import Placement
 
+from .annotate import param_annotation_of
 from .call_structure import CallStructure
 from .dtensor_placement import dtensor_placement, is_dtensor
 from .inference import PlacementInference
@@ -57,9 +60,17 @@ def seeded_init(
     inference = PlacementInference(names, parallel or ParallelInfo.single(), CallStructure())
     init = init_fn or default_init
     used: dict[str, Placement] = {}
+    done: set[nn.Parameter] = set()
     for module, mname in names.names.items():
         for pname, p in module.named_parameters(recurse=False):
-            full_name = pname if mname == ROOT_NAME else f"{mname}.{pname}"
+            if p in done:
+                continue  # shared by two modules: seeded under its first name
+            done.add(p)
+            ann = param_annotation_of(p)
+            if ann is not None and ann.alias is not None:
+                full_name = ann.alias  # a tied copy starts as the tensor it copies
+            else:
+                full_name = pname if mname == ROOT_NAME else f"{mname}.{pname}"
             if is_dtensor(p):
                 local_target, placement = dtensor_placement(p)
             else:

@@ -157,6 +157,22 @@ class Tracer:
                 self._restore(snapshot)
         yield "nominal"
 
+    def run_variants(self) -> Iterator[str]:
+        """Reference only, whole-run perturbation: yields `perturbed-1..K` then `nominal`;
+        the loop body runs *every* captured iteration. Each variant starts from the model,
+        optimizer and RNG state at this call, so a perturbed variant carries its own
+        round-off from step to step exactly as a distributed candidate does, and later
+        iterations' floors include the parameter error earlier steps left behind."""
+        snapshot = self._snapshot() if self.perturbation.variants else None
+        for k, name in enumerate(self.perturbation.variants, start=1):
+            self.state.variant, self.state.variant_index = name, k
+            try:
+                yield name
+            finally:
+                self.state.variant, self.state.variant_index = "nominal", 0
+                self._restore(snapshot)
+        yield "nominal"
+
     def _snapshot(self) -> dict[str, Any]:
         return {
             "models": [

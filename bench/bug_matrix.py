@@ -1,0 +1,79 @@
+"""Run the bug-zoo matrix: every bug of examples/gpt/bugs.py in the layout where it appears,
+in each precision; print and write a markdown table of detection and localization.
+
+    python bench/bug_matrix.py [--out DIR] [--markdown FILE] [--bugs a,b] [--precisions fp32]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.bug_specs import SPECS, BugSpec
+from bench.zoo_lib import CONFIGS, Timer, diff, matches, run_candidate, run_reference
+
+HEADER = (
+    "| bug | config | precision | detected | localized | max ratio | first divergence "
+    "| located | time (s) |\n|---|---|---|---|---|---|---|---|---|"
+)
+
+
+def run_one(spec: BugSpec, precision: str, work: Path, refs: dict, seed: int) -> str:
+    cfg = CONFIGS[spec.config]
+    key = (cfg.shared, precision)
+    if key not in refs:
+        refs[key] = run_reference(work / f"ref-{len(refs)}", cfg, precision, seed)
+    cand = work / f"{spec.bug}-{precision}"
+    with Timer() as t:
+        run_candidate(cand, cfg, precision, seed, "--inject", spec.bug)
+        v = diff(refs[key], cand, cand.with_suffix(".json"))
+    first = f"fwd {v.first_forward or '-'} / bwd {v.first_backward or '-'} ({v.phase})"
+    ok = matches(v.located, spec.where)
+    located = v.located or "-"
+    if located.startswith("optimizer: ") and located.count(",") >= 3:
+        names = located[len("optimizer: ") :].split(",")
+        located = f"optimizer: {names[0]}, ... {names[-1]} ({len(names)} modules)"
+    return (
+        f"| {spec.bug} | {cfg.name} | {precision} | {'yes' if v.detected else 'NO'} "
+        f"| {'yes' if ok else 'NO'} | {v.max_ratio:.3g} | {first} | {located} "
+        f"| {t.seconds:.0f} |"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    a = argparse.ArgumentParser(description=__doc__)
+    a.add_argument("--out", type=Path, default=None, help="keep bundles here")
+    a.add_argument("--markdown", type=Path, default=Path("bug-matrix.md"))
+    a.add_argument("--bugs", default="", help="comma-separated subset")
+    a.add_argument("--precisions", default="", help="comma-separated subset")
+    a.add_argument("--seed", type=int, default=1234)
+    args = a.parse_args(argv)
+    only = set(filter(None, args.bugs.split(",")))
+    precs = set(filter(None, args.precisions.split(",")))
+    work = args.out or Path(tempfile.mkdtemp(prefix="bug-matrix-"))
+    work.mkdir(parents=True, exist_ok=True)
+    refs: dict = {}
+    rows = [HEADER]
+    print(HEADER, flush=True)
+    for spec in SPECS:
+        if only and spec.bug not in only:
+            continue
+        for p in spec.precisions:
+            if precs and p not in precs:
+                continue
+            try:
+                row = run_one(spec, p, work, refs, args.seed)
+            except RuntimeError as e:
+                row = f"| {spec.bug} | {spec.config} | {p} | error | | | {str(e)[-200:]!r} | | |"
+            rows.append(row)
+            print(row, flush=True)
+    args.markdown.write_text("\n".join(rows) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

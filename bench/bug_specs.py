@@ -1,0 +1,37 @@
+"""The bug-zoo matrix: for each bug, the parallel layout where it appears, the precisions it
+is checked in, and where the engine must localize it.
+
+`where` is a glob over the engine's localization (bench/zoo_lib.py `_locate`): a module name
+for activation and gradient bugs; `optimizer: GLOB` for bugs in gradient reduction or the
+optimizer step, which no module's forward or backward holds (every module's `param_grad` is
+clean; only `main_grad` / `param_after_step` diverge): every module whose state diverges
+first must match GLOB (`*` when the bug hits every parameter)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class BugSpec:
+    bug: str
+    config: str
+    where: str
+    precisions: tuple[str, ...] = ("fp32", "bf16")
+
+
+SPECS: list[BugSpec] = [
+    BugSpec("sp-norm-grad-not-reduced", "TP2", "optimizer: *layernorm"),
+    BugSpec("cp-attn-backward", "CP2", "layers.*.self_attention"),
+    BugSpec("moe-router-not-synced", "TP2+MoE", "layers.1.mlp.router"),
+    BugSpec("vocab-embedding-off-by-one", "TP2", "embedding"),
+    BugSpec("vocab-ce-missing-allreduce", "TP2", "loss"),
+    BugSpec("dp-grad-sum-not-mean", "DP2", "optimizer: *"),
+    BugSpec("grad-accum-scale", "PP2", "loss"),
+    BugSpec("rope-cp-offset", "CP2", "layers.0.self_attention"),
+    BugSpec("grad-clip-no-mp-reduce", "TP2+clip", "optimizer: *"),
+    BugSpec("dist-opt-wrong-offset", "DP2+dist-opt", "optimizer: *"),
+    BugSpec("ep-dispatch-mismatch", "EP2", "layers.1.mlp"),
+    BugSpec("tied-embedding-not-synced", "PP2+tied", "optimizer: embedding"),
+    BugSpec("fp8-amax-not-reduced", "TP2", "layers.0.self_attention.linear_qkv", ("fp8",)),
+]

@@ -1,0 +1,20 @@
+#pragma once
+// Size and CRC-32 check of a rank file against its manifest entry, done before the HDF5
+// library parses the file: HDF5 1.10 can crash on corrupt metadata (e.g. a damaged global
+// heap behind a variable-length string), and a bundle copied from a cluster can arrive damaged.
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+
+namespace ttrace {
+
+// CRC-32 (zlib's polynomial) of the file's bytes, or nothing if it cannot be read.
+std::optional<std::uint32_t> fileCrc32(const std::filesystem::path& file);
+
+// Why the file does not match the recorded size/CRC-32 (either may be absent), or nothing.
+std::optional<std::string> checkFileIntegrity(const std::filesystem::path& file,
+                                              std::int64_t expectedSize,
+                                              std::optional<std::uint32_t> expectedCrc);
+
+} // namespace ttrace
