@@ -5,6 +5,7 @@
 
 #include <QApplication>
 #include <QCommandLineParser>
+#include <QIcon>
 #include <QStyleFactory>
 
 #include <cstdio>
@@ -34,6 +35,7 @@ int main(int argc, char** argv) {
     }
     QApplication app(argc, argv);
     QApplication::setApplicationName(QStringLiteral("TTrace Explorer"));
+    QApplication::setWindowIcon(QIcon(QStringLiteral(":/ttrace/ttrace-explorer.png")));
     QApplication::setOrganizationName(QStringLiteral("ttrace"));
     QApplication::setApplicationVersion(QStringLiteral(TTRACE_VERSION));
     // One look everywhere, so screenshots from any desktop or CI match.
