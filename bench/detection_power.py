@@ -40,6 +40,8 @@ SEED = 1234
 EPS = {"fp32": 2.0**-23, "bf16": 2.0**-7, "fp8": 2.0**-7}
 DELTAS = {
     "fp32": [1e-7, 3e-7, 1e-6, 3e-6, 1e-5, 3e-5, 1e-4, 1e-3, 1e-2],
+    # --fine: steps of ~1.5x where the methods part ways in FP32.
+    "fp32-fine": [2e-7, 3e-7, 4.5e-7, 7e-7, 1e-6, 1.5e-6, 2.2e-6, 3.3e-6, 5e-6, 7.5e-6, 1.1e-5],
     "bf16": [1e-3, 3e-3, 1e-2, 3e-2, 1e-1, 3e-1],
     "fp8": [1e-3, 3e-3, 1e-2, 3e-2, 1e-1, 3e-1],
 }
@@ -88,35 +90,38 @@ def naive_flags(ref: Path, cand: Path, precision: str) -> dict[str, int]:
     return counts
 
 
-def floor_of_probe(report: dict) -> tuple[float, float]:
+def floor_of_probe(report: dict, module: str) -> tuple[float, float]:
     """(floor mean, tolerance) of the probed module's first forward output."""
     for t in report["tensors"]:
         i = t["id"]
         if (i["module"], i["kind"], i["iteration"], i["micro_batch"]) == (
-            MODULE, "forward_output", 0, 0,
+            module, "forward_output", 0, 0,
         ):  # fmt: skip
             d = t["tolerance_detail"]
             return float(d["floor_mean"]), float(d["value"])
-    raise LookupError(f"{MODULE} forward_output not in the report")
+    raise LookupError(f"{module} forward_output not in the report")
 
 
-def sweep(precision: str, work: Path) -> list[str]:
+def sweep(precision: str, work: Path, module: str = MODULE, fine: bool = False) -> list[str]:
     cfg = CONFIGS["TP2"]
     ref = run_reference(work / f"ref-{precision}", cfg, precision, SEED)
     clean = run_candidate(work / f"clean-{precision}", cfg, precision, SEED)
     v0 = diff(ref, clean, work / f"clean-{precision}.json")
-    floor, tol = floor_of_probe(v0.report)
+    floor, tol = floor_of_probe(v0.report, module)
     false_alarms = {"ttrace": v0.divergent, **naive_flags(ref, clean, precision)}
     smallest: dict[str, tuple[float, float] | None] = dict.fromkeys(false_alarms)
-    for delta in DELTAS[precision]:
+    deltas = (
+        DELTAS[f"{precision}-fine"] if fine and f"{precision}-fine" in DELTAS else DELTAS[precision]
+    )
+    for delta in deltas:
         cand = run_candidate(
             work / f"probe-{precision}-{delta:g}", cfg, precision, SEED,
-            "--probe-delta", f"{MODULE}:{delta:g}",
+            "--probe-delta", f"{module}:{delta:g}",
         )  # fmt: skip
         v = diff(ref, cand, cand.with_suffix(".json"))
         probed = rel_error(
-            BundleReader(cand).merged(("nominal", 0, 0, MODULE, "forward_output", "0")),
-            BundleReader(ref).merged(("nominal", 0, 0, MODULE, "forward_output", "0")),
+            BundleReader(cand).merged(("nominal", 0, 0, module, "forward_output", "0")),
+            BundleReader(ref).merged(("nominal", 0, 0, module, "forward_output", "0")),
         )
         flags = {"ttrace": v.divergent, **naive_flags(ref, cand, precision)}
         for name, n in flags.items():
@@ -131,9 +136,10 @@ def sweep(precision: str, work: Path) -> list[str]:
         else:
             found = f"{hit[0]:g} (rel err {hit[1]:.3g} = {hit[1] / floor:.3g} x floor)"
         usable = "yes" if fa == 0 else f"NO ({fa} false alarms)"
-        rows.append(f"| {precision} | {name} | {found} | {usable} |")
+        rows.append(f"| {precision} | {module} | {name} | {found} | {usable} |")
     rows.append(
-        f"| {precision} | (probed tensor) | floor mean {floor:.3g}, ttrace tolerance {tol:.3g} | |"
+        f"| {precision} | {module} | (probed tensor) | floor mean {floor:.3g}, "
+        f"ttrace tolerance {tol:.3g} | |"
     )
     return rows
 
@@ -141,17 +147,20 @@ def sweep(precision: str, work: Path) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     a = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     a.add_argument("--precisions", default="fp32,bf16,fp8")
+    a.add_argument("--module", default=MODULE, help="module whose output the probe scales")
+    a.add_argument("--fine", action="store_true", help="finer delta steps (FP32)")
     a.add_argument("--out", type=Path, default=None)
     a.add_argument("--markdown", type=Path, default=Path("detection-power.md"))
     args = a.parse_args(argv)
     work = args.out or Path(tempfile.mkdtemp(prefix="detection-"))
     work.mkdir(parents=True, exist_ok=True)
     rows = [
-        "| precision | method | smallest delta detected | zero false alarms on the clean run |",
-        "|---|---|---|---|",
+        "| precision | probed module | method | smallest delta detected "
+        "| zero false alarms on the clean run |",
+        "|---|---|---|---|---|",
     ]
     for p in args.precisions.split(","):
-        rows += sweep(p, work)
+        rows += sweep(p, work, args.module, args.fine)
     text = "\n".join(rows) + "\n"
     print(text)
     args.markdown.write_text(text)
