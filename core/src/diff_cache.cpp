@@ -12,6 +12,8 @@
 #include <sstream>
 #include <system_error>
 #include <unistd.h>
+#include <utility>
+#include <vector>
 
 namespace ttrace {
 namespace {
@@ -129,6 +131,27 @@ std::optional<DiffResult> loadCachedDiff(const fs::path& candidate, const std::s
     return std::nullopt;
 }
 
+void pruneDiffCache(const fs::path& dir, std::size_t keep) {
+    std::vector<std::pair<fs::file_time_type, fs::path>> entries;
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(dir, ec)) {
+        const auto name = entry.path().filename().string();
+        if (name.starts_with("diff-") && name.ends_with(".json")) {
+            entries.emplace_back(entry.last_write_time(ec), entry.path());
+        }
+    }
+    if (entries.size() <= keep) {
+        return;
+    }
+    // Newest first; everything past `keep` goes. Failures are ignored: another process may
+    // have pruned the same entry already.
+    std::sort(entries.begin(), entries.end(),
+              [](const auto& a, const auto& b) { return a.first > b.first; });
+    for (std::size_t i = keep; i < entries.size(); ++i) {
+        fs::remove(entries[i].second, ec);
+    }
+}
+
 fs::path storeCachedDiff(const fs::path& candidate, const std::string& key,
                          const DiffResult& result) {
     const std::string text = nlohmann::json(key).dump() + "\n" + diffResultToJson(result, false);
@@ -150,6 +173,7 @@ fs::path storeCachedDiff(const fs::path& candidate, const std::string& key,
         }
         fs::rename(tmp, file, ec);
         if (!ec) {
+            pruneDiffCache(dir, kMaxCachedDiffs);
             return file;
         }
         fs::remove(tmp, ec);

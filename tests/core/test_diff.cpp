@@ -181,6 +181,22 @@ private slots:
         QCOMPARE(r.module("layers.0.mlp.fc1")->origin, Origin::Introduced);
         QVERIFY(t->metrics.shards.front().relError > 0.0);
     }
+    void cachePruneKeepsTheNewestEntries() {
+        const auto dir = scratch_ / "prune";
+        fs::create_directories(dir);
+        const auto now = fs::file_time_type::clock::now();
+        for (int i = 0; i < 40; ++i) {
+            const auto file = dir / ("diff-" + std::to_string(i) + ".json");
+            std::ofstream(file) << "{}";
+            fs::last_write_time(file, now - std::chrono::minutes(40 - i)); // i = 39 is newest
+        }
+        std::ofstream(dir / "unrelated.txt") << "kept";
+        pruneDiffCache(dir, 32);
+        for (int i = 0; i < 40; ++i) {
+            QCOMPARE(fs::exists(dir / ("diff-" + std::to_string(i) + ".json")), i >= 8);
+        }
+        QVERIFY(fs::exists(dir / "unrelated.txt"));
+    }
     void jsonRoundTripsAndMarkdownNamesTheBug() {
         const auto r = diffBundleDirs(demoDir() / "bug" / "reference",
                                       demoDir() / "bug" / "candidate", noCache());

@@ -4,6 +4,7 @@
 // options and the engine version: any change to a file or an option misses the cache.
 #include "ttrace/diff_engine.h"
 
+#include <cstddef>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -13,6 +14,10 @@ namespace ttrace {
 
 // Bumped whenever the engine computes anything differently, so old entries are never reused.
 inline constexpr int kDiffCacheVersion = 1;
+// Entries kept per cache directory (the newest by modification time). Each entry is a few
+// hundred KiB of JSON; the user cache directory is shared by every bundle ever opened, so it
+// must not grow without bound.
+inline constexpr std::size_t kMaxCachedDiffs = 32;
 
 [[nodiscard]] std::string diffCacheKey(const std::filesystem::path& reference,
                                        const std::filesystem::path& candidate,
@@ -28,8 +33,11 @@ diffCacheDirs(const std::filesystem::path& candidate);
 // The cached result for `key`, if any entry matches it exactly.
 std::optional<DiffResult> loadCachedDiff(const std::filesystem::path& candidate,
                                          const std::string& key);
-// Stores a result in the first writable cache dir; returns the file, or empty on failure
-// (a cache that cannot be written is not an error).
+// Stores a result in the first writable cache dir and prunes that dir to kMaxCachedDiffs
+// entries; returns the file, or empty on failure (a cache that cannot be written is not an
+// error).
+// Removes all but the `keep` newest diff entries of `dir`.
+void pruneDiffCache(const std::filesystem::path& dir, std::size_t keep);
 std::filesystem::path storeCachedDiff(const std::filesystem::path& candidate,
                                       const std::string& key, const DiffResult& result);
 
