@@ -29,7 +29,7 @@ def run_one(spec: BugSpec, precision: str, work: Path, refs: dict, seed: int) ->
         refs[key] = run_reference(work / f"ref-{len(refs)}", cfg, precision, seed)
     cand = work / f"{spec.bug}-{precision}"
     with Timer() as t:
-        run_candidate(cand, cfg, precision, seed, "--inject", spec.bug)
+        run_candidate(cand, cfg, precision, seed, "--inject", spec.bug, ref=refs[key])
         v = diff(refs[key], cand, cand.with_suffix(".json"))
     first = f"fwd {v.first_forward or '-'} / bwd {v.first_backward or '-'} ({v.phase})"
     ok = matches(v.located, spec.where)

@@ -105,7 +105,7 @@ def floor_of_probe(report: dict, module: str) -> tuple[float, float]:
 def sweep(precision: str, work: Path, module: str = MODULE, fine: bool = False) -> list[str]:
     cfg = CONFIGS["TP2"]
     ref = run_reference(work / f"ref-{precision}", cfg, precision, SEED)
-    clean = run_candidate(work / f"clean-{precision}", cfg, precision, SEED)
+    clean = run_candidate(work / f"clean-{precision}", cfg, precision, SEED, ref=ref)
     v0 = diff(ref, clean, work / f"clean-{precision}.json")
     floor, tol = floor_of_probe(v0.report, module)
     false_alarms = {"ttrace": v0.divergent, **naive_flags(ref, clean, precision)}
@@ -116,7 +116,7 @@ def sweep(precision: str, work: Path, module: str = MODULE, fine: bool = False) 
     for delta in deltas:
         cand = run_candidate(
             work / f"probe-{precision}-{delta:g}", cfg, precision, SEED,
-            "--probe-delta", f"{module}:{delta:g}",
+            "--probe-delta", f"{module}:{delta:g}", ref=ref,
         )  # fmt: skip
         v = diff(ref, cand, cand.with_suffix(".json"))
         probed = rel_error(

@@ -52,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
                     if key not in refs:
                         refs[key] = run_reference(work / f"ref-{len(refs)}", cfg, p, s)
                     cand = work / f"{cfg.name}-{p}-{s}"
-                    run_candidate(cand, cfg, p, s)
+                    run_candidate(cand, cfg, p, s, ref=refs[key])
                     v = diff(refs[key], cand, cand.with_suffix(".json"))
                     flagged += v.divergent
                     compared += v.compared

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+ROUTING_FILE = "routing.pt"  # examples/gpt/routing_replay.py FILENAME, beside the bundle
 TTRACE = Path(os.environ.get("TTRACE_BIN", REPO / "build" / "bin" / "ttrace"))
 # Two layers keep a run to seconds on two cores; pipeline stages still get one layer each.
 SMALL = ("--layers", "2")
@@ -81,10 +82,23 @@ def run_reference(
     return out
 
 
-def run_candidate(out: Path, cfg: Config, precision: str, seed: int, *extra: str) -> Path:
+def has_experts(cfg: Config) -> bool:
+    return "--experts" in cfg.shared
+
+
+def run_candidate(
+    out: Path, cfg: Config, precision: str, seed: int, *extra: str, ref: Path | None = None
+) -> Path:
+    """With experts the candidate replays `ref`'s routing (the token -> expert choices its
+    reference run recorded), so a round-off flip of a near tie cannot reroute a token."""
+    replay: tuple[str, ...] = ()
+    if has_experts(cfg):
+        if ref is None:
+            raise ValueError(f"{cfg.name} has experts: pass ref= to replay its routing")
+        replay = ("--routing-replay", str(Path(ref) / ROUTING_FILE))
     run_train(
         out, cfg.nproc, *cfg.cand, *cfg.shared, "--precision", precision,
-        "--seed", str(seed), *extra,
+        "--seed", str(seed), *replay, *extra,
     )  # fmt: skip
     return out
 

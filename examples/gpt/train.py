@@ -9,10 +9,12 @@ Reference (one process, same global batch; parallel sizes are ignored):
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import resource
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 
 import torch
 import torch.distributed as dist
@@ -31,6 +33,8 @@ from .local_optimizer import LocalAdam
 from .model import GPTStage
 from .parallel_state import ParallelState
 from .probe import install_probe
+from .routing_replay import FILENAME as ROUTING_FILE
+from .routing_replay import RoutingReplay
 from .schedule import forward_backward_1f1b, forward_backward_no_pipelining
 
 
@@ -71,6 +75,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         default=None,
         metavar="MODULE:DELTA",
         help="calibration probe: scale MODULE's output by 1+DELTA on global rank 0",
+    )
+    a.add_argument(
+        "--routing-replay",
+        default=None,
+        metavar="PATH",
+        help="MoE: take each token's expert from the reference's routing file (the reference "
+        f"writes OUT/{ROUTING_FILE}) instead of this run's own top-k",
     )
     a.add_argument("--stats", action="store_true", help="print timing/memory as JSON (rank 0)")
     return a.parse_args(argv)
@@ -118,28 +129,42 @@ def main(argv: Sequence[str] | None = None) -> None:
         bugs=pcfg.bugs,
         params_dtype=params_dtype,
     )
-    model = GPTStage(cfg, ctx, ps.pp_rank, pcfg.pp, tie_embeddings=args.tie_embeddings)
     info = ttc.ParallelInfo(
         tp=pcfg.tp, pp=pcfg.pp, dp=pcfg.dp, cp=pcfg.cp, ep=pcfg.ep,
         tp_rank=ps.tp_rank, pp_rank=ps.pp_rank, dp_rank=ps.dp_rank, cp_rank=ps.cp_rank,
     )  # fmt: skip
-    ttc.seeded_init(model, args.seed, parallel=info)
+
+    def build() -> tuple[GPTStage, list[torch.nn.Parameter], LocalAdam | DistributedOptimizer]:
+        model = GPTStage(cfg, ctx, ps.pp_rank, pcfg.pp, tie_embeddings=args.tie_embeddings)
+        ttc.seeded_init(model, args.seed, parallel=info)
+        params = [p for p in model.parameters()]
+        hyper = AdamHyper(sgd=args.sgd)
+        if pcfg.dist_optimizer:
+            optimizer = DistributedOptimizer(
+                [p for p in params if not is_expert(p)],
+                hyper,
+                ps.group("dp_cp"),
+                local_params=[p for p in params if is_expert(p)],
+                bugs=pcfg.bugs,
+            )
+        else:
+            optimizer = LocalAdam(params, hyper)
+        return model, params, optimizer
+
+    # Routing replay: the reference records its (nominal) expert choices; a candidate given
+    # --routing-replay replays them, so a round-off flip of a near tie cannot reroute a token.
+    record_routing = args.reference and cfg.num_experts > 0 and args.routing_replay is None
+    if args.routing_replay is not None:
+        ctx.routing = RoutingReplay.load(
+            Path(args.routing_replay), (ps.dp_rank, pcfg.dp), (ps.cp_rank, pcfg.cp)
+        )
+    elif record_routing:
+        ctx.routing = RoutingReplay("record")
+
+    model, params, optimizer = build()
     if args.probe_delta and ps.rank == 0 and not args.reference:
         # Installed before the tracer's hooks so that the capture sees the probed output.
         install_probe(model, args.probe_delta)
-
-    params = [p for p in model.parameters()]
-    hyper = AdamHyper(sgd=args.sgd)
-    if pcfg.dist_optimizer:
-        optimizer = DistributedOptimizer(
-            [p for p in params if not is_expert(p)],
-            hyper,
-            ps.group("dp_cp"),
-            local_params=[p for p in params if is_expert(p)],
-            bugs=pcfg.bugs,
-        )
-    else:
-        optimizer = LocalAdam(params, hyper)
 
     capture = (
         list(range(args.iterations))
@@ -169,7 +194,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     shape = (cfg.seq_len // pcfg.cp // sp, args.global_batch // pcfg.dp, cfg.hidden)
     step_times: dict[bool, list[float]] = {True: [], False: []}
 
-    def train_iteration(it: int, variants: Iterable[str]) -> None:
+    def train_iteration(
+        it: int,
+        variants: Iterable[str],
+        model: GPTStage = model,
+        params: list[torch.nn.Parameter] = params,
+        optimizer: LocalAdam | DistributedOptimizer = optimizer,
+        step: Callable[[int], contextlib.AbstractContextManager] = tracer.step,
+    ) -> None:
         ids, labels = global_batch(
             args.seed, it, args.micro_batches, args.global_batch, cfg.seq_len, cfg.vocab_size
         )
@@ -182,6 +214,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             autocast = torch.autocast(
                 "cpu", dtype=torch.bfloat16, enabled=args.precision == "bf16-autocast"
             )
+            if ctx.routing is not None:
+                ctx.routing.micro_batch = i
             with autocast:
                 out = model(ids[i] if ps.is_first_stage else x, labels[i])
             if ps.is_last_stage:
@@ -194,7 +228,9 @@ def main(argv: Sequence[str] | None = None) -> None:
                 dist.barrier()
             t0 = time.perf_counter()
             optimizer.zero_grad()
-            with tracer.step(it):
+            if ctx.routing is not None:
+                ctx.routing.iteration = it
+            with step(it):
                 if pcfg.pp > 1:
                     forward_backward_1f1b(forward_step, args.micro_batches, ps, shape, act_dtype)
                 else:
@@ -203,8 +239,19 @@ def main(argv: Sequence[str] | None = None) -> None:
                 if args.clip_grad > 0:
                     clip_grad_norm(params, args.clip_grad, ps)
                 optimizer.step()
-            if _variant == "nominal" and it > 0:  # iteration 0 includes warm-up
+            # Iteration 0 includes warm-up; the untraced routing-record pass is not timed.
+            if _variant == "nominal" and it > 0 and step == tracer.step:
                 step_times[it in capture].append(time.perf_counter() - t0)
+
+    if record_routing and args.perturbations > 0:
+        # The perturbed variants run before the nominal one and must replay its routing:
+        # record it first in an untraced nominal run of a fresh copy of the model.
+        pre_model, pre_params, pre_opt = build()
+        untraced = lambda _it: contextlib.nullcontext()  # noqa: E731
+        for it in range(args.iterations):
+            train_iteration(it, ["nominal"], pre_model, pre_params, pre_opt, untraced)
+        del pre_model, pre_params, pre_opt
+        ctx.routing.mode = "replay"
 
     if args.perturb_each_step:
         for it in range(args.iterations):
@@ -217,6 +264,8 @@ def main(argv: Sequence[str] | None = None) -> None:
                 train_iteration(it, [variant])
 
     record = tracer.close()
+    if record_routing:
+        ctx.routing.save(Path(args.out) / ROUTING_FILE)
     if args.stats and ps.rank == 0:
         rss1 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         stats = {

@@ -47,7 +47,9 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.mark.parametrize("bug", FAST)
 def test_bug_is_detected_and_localized(tmp_path: Path, reference: Path, bug: str) -> None:
     spec = BY_NAME[bug]
-    cand = run_candidate(tmp_path / "cand", CONFIGS[spec.config], "fp32", SEED, "--inject", bug)
+    cand = run_candidate(
+        tmp_path / "cand", CONFIGS[spec.config], "fp32", SEED, "--inject", bug, ref=reference
+    )
     v = diff(reference, cand, tmp_path / "diff.json")
     assert v.detected, f"{bug}: not flagged (max ratio {v.max_ratio})"
     assert matches(v.located, spec.where), (
@@ -62,10 +64,10 @@ def test_tied_embedding_not_synced(tmp_path: Path) -> None:
     spec = BY_NAME["tied-embedding-not-synced"]
     cfg = CONFIGS[spec.config]
     ref = run_reference(tmp_path / "ref", cfg, "fp32", SEED)
-    ok = run_candidate(tmp_path / "ok", cfg, "fp32", SEED)
+    ok = run_candidate(tmp_path / "ok", cfg, "fp32", SEED, ref=ref)
     v = diff(ref, ok, tmp_path / "ok.json")
     assert not v.detected, f"false alarm: {v.divergent} flagged, max ratio {v.max_ratio:.3g}"
-    bad = run_candidate(tmp_path / "bad", cfg, "fp32", SEED, "--inject", spec.bug)
+    bad = run_candidate(tmp_path / "bad", cfg, "fp32", SEED, "--inject", spec.bug, ref=ref)
     v = diff(ref, bad, tmp_path / "bad.json")
     assert v.detected, f"not flagged (max ratio {v.max_ratio})"
     assert matches(v.located, spec.where), f"localized to {v.located!r}"

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import h5py
 import pytest
+import torch
 
 from ttrace.bundle.reader import BundleReader, compare_bundles, rel_error
 
@@ -121,6 +122,23 @@ def test_expert_parallel_matches_reference(tmp_path: Path, reference_moe: Path) 
     errors = check_candidate(cand, reference_moe)
     # global expert ids: rank 1 holds experts 2 and 3 under their global names
     assert any(i[3] == "layers.1.mlp.experts.local_experts.3" for i in errors)
+
+
+def test_routing_replay(tmp_path: Path, reference_moe: Path) -> None:
+    """The MoE reference records each token's expert; an EP2 candidate replaying it matches
+    the reference (scores are still its own), and the recorded choices are the reference's
+    own top-1 of the router scores it captured."""
+    routing = reference_moe / "routing.pt"
+    table = torch.load(routing, weights_only=True)["routing"]
+    assert set(table) == {f"{it}/{mb}/2" for it in (0, 1) for mb in (0, 1)}
+    scores = BundleReader(reference_moe).merged(
+        ("nominal", 1, 1, "layers.1.mlp.router", "forward_output", "0")
+    )  # [s, b, E] logits
+    assert torch.equal(table["1/1/2"].long(), torch.as_tensor(scores).argmax(-1).T)
+    cand = tmp_path / "cand"
+    args = ("--dp", "2", "--ep", "2", "--experts", "4", "--routing-replay", str(routing))
+    run_example(cand, 2, *args)
+    check_candidate(cand, reference_moe)
 
 
 def test_tied_embeddings_match_reference(tmp_path: Path) -> None:

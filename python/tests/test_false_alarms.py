@@ -39,8 +39,9 @@ def references(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, int]
 def test_correct_candidate_is_clean(
     tmp_path: Path, references: dict, config: str, precision: str, seed: int
 ) -> None:
-    cand = run_candidate(tmp_path / "cand", CONFIGS[config], precision, seed)
-    v = diff(references[(precision, seed)], cand, tmp_path / "diff.json")
+    ref = references[(precision, seed)]
+    cand = run_candidate(tmp_path / "cand", CONFIGS[config], precision, seed, ref=ref)
+    v = diff(ref, cand, tmp_path / "diff.json")
     assert not v.detected, (
         f"false alarm: {v.divergent} tensors flagged, max ratio {v.max_ratio:.3g}, "
         f"first forward {v.first_forward}, backward {v.first_backward}"

@@ -22,6 +22,8 @@ class LayerContext:
     precision: str = "fp32"
     bugs: set[str] = field(default_factory=set)
     params_dtype: torch.dtype = torch.float32
+    # Routing replay (routing_replay.RoutingReplay): records or replays MoE expert choices.
+    routing: object | None = None
 
     @property
     def tp_size(self) -> int:

@@ -4,7 +4,8 @@ Tokens are flattened batch-major, so that concatenating the tokens an expert rec
 each expert-parallel rank (in rank order, each rank's tokens in its own order) reproduces the
 order the single-device reference feeds that expert; the tensors of every expert then compare
 one to one. Expert parallelism here requires ep == dp (every rank of the data-parallel group
-exchanges tokens) and cp == 1.
+exchanges tokens) and cp == 1. With routing replay (examples/gpt/routing_replay.py) each
+token's expert is the reference's choice; the router's scores and gate values are this run's.
 
 Under tensor parallelism the router scores this rank's sequence slice (so its weight gradient
 is a partial sum over tp, all-reduced like a norm weight's), then tokens and router logits
@@ -27,13 +28,16 @@ from .token_exchange import all_reduce_both
 
 
 class MoELayer(nn.Module):
-    def __init__(self, hidden: int, ffn: int, num_experts: int, ctx: LayerContext) -> None:
+    def __init__(
+        self, hidden: int, ffn: int, num_experts: int, ctx: LayerContext, layer_number: int = 0
+    ) -> None:
         super().__init__()
         if ctx.cp_size > 1:
             raise ValueError("the example's MoE layer supports tp, ep and dp only (cp = 1)")
         self.ctx = ctx
         self.sequence_parallel = ctx.sp
         self.num_experts = num_experts
+        self.layer_number = layer_number
         self.router = TopKRouter(hidden, num_experts, ctx)
         self.experts = Experts(hidden, ffn, num_experts, ctx)
         self.local_expert_indices = self.experts.local_expert_indices
@@ -52,7 +56,13 @@ class MoELayer(nn.Module):
         tokens = x.transpose(0, 1).reshape(-1, h)  # batch-major [b*s, h]
         logits = logits.transpose(0, 1).reshape(-1, self.num_experts)
         probs = torch.softmax(logits.float(), dim=-1)
-        top_p, top_e = probs.max(dim=-1)
+        if self.ctx.routing is None:
+            top_p, top_e = probs.max(dim=-1)
+        else:
+            # Routing replay: the expert choice is the reference's (recorded there); the gate
+            # value is still this run's own probability of that expert.
+            top_e = self.ctx.routing.choose(self.layer_number, probs, b, s)
+            top_p = probs.gather(1, top_e[:, None]).squeeze(1)
         order = torch.argsort(top_e, stable=True)
         counts = torch.bincount(top_e, minlength=self.num_experts)
         routed = tokens.index_select(0, order)

@@ -23,7 +23,7 @@ class TransformerLayer(nn.Module):
         self.pre_mlp_layernorm = RMSNorm(cfg.hidden, ctx, cfg.norm_eps)
         is_moe = cfg.num_experts > 0 and (layer_number - 1) % cfg.moe_every == 1
         self.mlp = (
-            MoELayer(cfg.hidden, cfg.ffn_hidden, cfg.num_experts, ctx)
+            MoELayer(cfg.hidden, cfg.ffn_hidden, cfg.num_experts, ctx, layer_number)
             if is_moe
             else MLP(cfg.hidden, cfg.ffn_hidden, ctx)
         )
