@@ -37,9 +37,19 @@ QString describe(const Manifest& m) {
     return parts.join(QStringLiteral("  ·  "));
 }
 
+// Bundle paths copied from clusters can be very long; the end (the bundle's own name) is what
+// tells runs apart, so a long path keeps its tail. The full path is in the tooltip.
+constexpr qsizetype kMaxShownPath = 64;
+
+QString shownPath(const QString& path) {
+    const QString native = QDir::toNativeSeparators(path);
+    return native.size() <= kMaxShownPath ? native
+                                          : QStringLiteral("…") + native.right(kMaxShownPath - 1);
+}
+
 QString pathLine(const QString& role, const QString& path, const QString& details) {
     QString line = QStringLiteral("<span style='color:#6b7280'>%1</span>&nbsp;&nbsp;<b>%2</b>")
-                       .arg(role.toHtmlEscaped(), QDir::toNativeSeparators(path).toHtmlEscaped());
+                       .arg(role.toHtmlEscaped(), shownPath(path).toHtmlEscaped());
     if (!details.isEmpty()) {
         line += QStringLiteral("&nbsp;&nbsp;<span style='color:#4b5563'>%1</span>")
                     .arg(details.toHtmlEscaped());
@@ -60,6 +70,10 @@ RunSummaryBar::RunSummaryBar(QWidget* parent)
     for (auto* l : {reference_, candidate_}) {
         l->setTextFormat(Qt::RichText);
         l->setTextInteractionFlags(Qt::TextSelectableByMouse);
+        // The header must never widen the window: screenshots for bug reports have a fixed
+        // size whatever the paths and model description are. Too long a line is clipped.
+        l->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
+        l->setMinimumWidth(0);
     }
     verdict_->setObjectName(QStringLiteral("verdictPill"));
     verdict_->setAlignment(Qt::AlignCenter);
@@ -90,6 +104,8 @@ void RunSummaryBar::setBundles(const QString& reference, const QString& candidat
 void RunSummaryBar::setManifests(const Manifest& reference, const Manifest& candidate) {
     reference_->setText(pathLine(tr("Reference"), referencePath_, describe(reference)));
     candidate_->setText(pathLine(tr("Candidate"), candidatePath_, describe(candidate)));
+    reference_->setToolTip(QDir::toNativeSeparators(referencePath_));
+    candidate_->setToolTip(QDir::toNativeSeparators(candidatePath_));
 }
 
 void RunSummaryBar::setPill(const QString& text, const QColor& color) {
