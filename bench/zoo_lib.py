@@ -57,7 +57,7 @@ def _env() -> dict[str, str]:
     return dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=path)
 
 
-def run_train(out: Path, nproc: int, *args: str, timeout: float = 600) -> None:
+def run_train(out: Path, nproc: int, *args: str, timeout: float = 600) -> str:
     """examples.gpt.train, through torchrun when nproc > 1; raises with its output on error."""
     cmd = [sys.executable, "-m", "examples.gpt.train", "--out", str(out), *SMALL, *args]
     if nproc > 1:
@@ -70,6 +70,7 @@ def run_train(out: Path, nproc: int, *args: str, timeout: float = 600) -> None:
     )
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed:\n{proc.stdout}\n{proc.stderr[-4000:]}")
+    return proc.stdout
 
 
 def run_reference(

@@ -17,7 +17,6 @@ import h5py
 import numpy as np
 
 from ttrace.bundle import DType
-from ttrace.bundle.checksum import file_checksum
 
 
 class OracleError(Exception):
@@ -66,11 +65,6 @@ def load(bundle: Path) -> tuple[dict[str, Any], dict[str, list[Shard]]]:
             raise OracleError(f"rank {rank}: {name} is missing")
         if not h5py.is_hdf5(path):
             raise OracleError(f"rank {rank}: {name} is not an HDF5 file")
-        size, crc = file_checksum(path)
-        if entry.get("file_size", -1) >= 0 and size != entry["file_size"]:
-            raise OracleError(f"rank {rank}: {name} is truncated: {size} bytes")
-        if entry.get("crc32") and crc != entry["crc32"]:
-            raise OracleError(f"rank {rank}: {name} is damaged: CRC-32 {crc}")
         try:
             file = h5py.File(path, "r")
         except OSError as error:

@@ -4,8 +4,6 @@ that validate, and every merged candidate tensor equals the reference to round-o
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -16,26 +14,13 @@ import torch
 from ttrace.bundle.reader import BundleReader, compare_bundles, rel_error
 
 REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))
+from bench.zoo_lib import run_train  # noqa: E402
+
 FP32_TOL = 1e-5
-# Two layers keep every run to seconds; pipeline stages still get one layer each.
-SMALL = ("--layers", "2")
-
-
-def run_example(out: Path, nproc: int, *args: str, timeout: float = 240) -> str:
-    """Run examples.gpt.train (through torchrun when nproc > 1); fail with its output."""
-    path = os.pathsep.join([str(REPO / "python"), str(REPO), os.environ.get("PYTHONPATH", "")])
-    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=path)
-    cmd = [sys.executable, "-m", "examples.gpt.train", "--out", str(out), *SMALL, *args]
-    if nproc > 1:
-        cmd[1:3] = [
-            "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}",
-            "-m", "examples.gpt.train",
-        ]  # fmt: skip
-    proc = subprocess.run(
-        cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout, check=False
-    )
-    assert proc.returncode == 0, f"{' '.join(cmd)} failed:\n{proc.stdout}\n{proc.stderr[-4000:]}"
-    return proc.stdout
+# One launcher for the example (through torchrun when nproc > 1, two layers) shared with the
+# bug-zoo benchmarks; it raises with the run's output on failure.
+run_example = run_train
 
 
 def placement_kinds(bundle: Path) -> set[str]:

@@ -216,6 +216,9 @@ private slots:
         const auto cand = scratch_ / "cache-cand";
         fs::copy(demoDir() / "clean" / "reference", ref, fs::copy_options::recursive);
         fs::copy(demoDir() / "clean" / "candidate", cand, fs::copy_options::recursive);
+        // The rank file is rewritten below to play a changed run; without recorded checksums
+        // the third diff must be divergent because of that change, not refused as damaged.
+        QVERIFY(forgetChecksums(cand));
         DiffOptions options;
         using clock = std::chrono::steady_clock;
         auto t0 = clock::now();
@@ -243,6 +246,8 @@ private slots:
         QVERIFY(diffCacheKey(ref, cand, options) != key);
         const auto third = diffBundleDirs(ref, cand, options);
         QVERIFY(!third.summary.clean);
+        QVERIFY2(third.diagnostics.empty(), dump(third).c_str());
+        QVERIFY(third.summary.divergent > 0);
         // So does a reference file whose time stamp alone changes.
         const auto key3 = diffCacheKey(ref, cand, options);
         fs::last_write_time(ref / "manifest.json",
