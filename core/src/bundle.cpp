@@ -4,14 +4,40 @@
 #include "shard_index.h"
 #include "ttrace/bundle_error.h"
 
+#include <map>
 #include <utility>
 
 namespace ttrace {
 
+class OpenFileCache {
+public:
+    // The open handle of `file`, opening it on first use. Call with h5::apiMutex() held.
+    hid_t get(const std::filesystem::path& file) {
+        auto it = files_.find(file);
+        if (it == files_.end()) {
+            it = files_
+                     .emplace(file,
+                              h5::File(H5Fopen(file.string().c_str(), H5F_ACC_RDONLY, H5P_DEFAULT)))
+                     .first;
+        }
+        return it->second.get();
+    }
+
+private:
+    std::map<std::filesystem::path, h5::File> files_;
+};
+
 Bundle::Bundle(std::filesystem::path dir, Manifest manifest, TensorIndex index)
     : dir_(std::move(dir))
     , manifest_(std::move(manifest))
-    , index_(std::move(index)) {}
+    , index_(std::move(index))
+    , files_(std::make_unique<OpenFileCache>()) {}
+
+Bundle::~Bundle() {
+    // HDF5 handles are closed under the same lock that guards every other HDF5 call.
+    const std::lock_guard lock(h5::apiMutex());
+    files_.reset();
+}
 
 const std::vector<ShardRef>* Bundle::shards(const TensorId& id) const {
     const auto it = index_.find(id);
@@ -31,12 +57,12 @@ std::vector<std::byte> Bundle::readShard(const ShardRef& shard) const {
     const auto file = rankFile(shard.rank);
     const std::lock_guard lock(h5::apiMutex());
     h5::silenceErrorPrinting();
-    h5::File handle(H5Fopen(file.string().c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
-    if (!handle) {
+    const hid_t handle = files_->get(file);
+    if (handle < 0) {
         throw BundleError(file.string() + ": cannot reopen rank " + std::to_string(shard.rank) +
                           " file: " + h5::lastErrorMessage());
     }
-    h5::Dataset dataset(H5Dopen2(handle.get(), shard.datasetPath.c_str(), H5P_DEFAULT));
+    h5::Dataset dataset(H5Dopen2(handle, shard.datasetPath.c_str(), H5P_DEFAULT));
     if (!dataset) {
         throw BundleError(file.string() + ": dataset " + shard.datasetPath +
                           " vanished: " + h5::lastErrorMessage());

@@ -15,11 +15,16 @@
 
 namespace ttrace {
 
+class OpenFileCache; // HDF5 handles, private to core (keeps hdf5.h out of this header)
+
 class Bundle {
 public:
     using TensorIndex = std::map<TensorId, std::vector<ShardRef>>;
 
     Bundle(std::filesystem::path dir, Manifest manifest, TensorIndex index);
+    ~Bundle();
+    Bundle(const Bundle&) = delete;
+    Bundle& operator=(const Bundle&) = delete;
 
     [[nodiscard]] const std::filesystem::path& dir() const { return dir_; }
     [[nodiscard]] const Manifest& manifest() const { return manifest_; }
@@ -35,6 +40,9 @@ private:
     std::filesystem::path dir_;
     Manifest manifest_;
     TensorIndex index_;
+    // Rank files stay open while the bundle lives: a diff or validate reads every shard, and
+    // reopening a file per shard read costs a superblock parse each time.
+    std::unique_ptr<OpenFileCache> files_;
 };
 
 struct BundleOpenResult {
