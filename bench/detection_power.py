@@ -4,90 +4,55 @@ A calibration probe (`--probe-delta MODULE:DELTA`, examples/gpt/probe.py) scales
 forward output by 1+DELTA on global rank 0 of a TP2 candidate. For each precision the sweep
 finds the smallest DELTA each method detects, where a method "detects" a run when it flags
 any tensor of it, and counts its false alarms on the same candidate without the probe.
-Methods, all on the same merged tensors:
+Methods, all on the same merged tensors: ttrace (`ttrace diff`, derived per-tensor tolerance
+from the perturbed reference) and the naive checks of bench/naive_checks.py (assert_close
+with default tolerances, cosine < 0.99, the fixed upstream bound 4 * 1.03^33 * eps).
 
-- ttrace: `ttrace diff` (derived per-tensor tolerance, perturbed reference);
-- assert_close: torch.testing.assert_close with its default rtol/atol for the storage dtype;
-- cosine: flag when cosine similarity < 0.99;
-- fixed bound: flag when the relative error > 4 * 1.03^33 * eps (Megatron-LM's hard-coded
-  k=4, C=1.03, L=32 bound; eps of the accumulating dtype, BF16's for FP8).
+A detection only counts when the method is also silent on correct runs. One clean run says
+little, so `--clean-sweep FILE` reads the totals of `bench/false_alarms.py --baselines
+--json FILE` (every layout, precision and seed) and adds each method's false alarms over that
+sweep, plus two baselines tuned after the fact to be silent on it: a relative-error bound at
+the largest clean error of the sweep and a cosine threshold at its smallest clean cosine
+(tuned on the very runs they are judged on, so their zero false alarms is optimistic).
 
 The detected DELTA is also given in units of the probed tensor's measured round-off floor
 (the mean relative difference between the nominal and perturbed reference runs).
 
-    python bench/detection_power.py [--precisions fp32,bf16,fp8] [--markdown FILE]
+    python bench/detection_power.py [--precisions fp32,bf16,fp8] [--modules M1,M2]
+        [--fine] [--clean-sweep false-alarms.json] [--raw FILE] [--markdown FILE]
+    python bench/detection_power.py --from-raw --raw FILE --clean-sweep false-alarms.json
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import tempfile
-from collections.abc import Callable
 from pathlib import Path
-
-import numpy as np
-import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
 
-from bench.zoo_lib import CONFIGS, diff, run_candidate, run_reference
+from bench.naive_checks import naive_flags
+from bench.zoo_lib import CONFIGS, Verdict, diff, float_tensors, run_candidate, run_reference
 from ttrace.bundle.reader import BundleReader, rel_error
 
 MODULE = "layers.0.mlp.linear_fc2"
 SEED = 1234
-EPS = {"fp32": 2.0**-23, "bf16": 2.0**-7, "fp8": 2.0**-7}
 DELTAS = {
     "fp32": [1e-7, 3e-7, 1e-6, 3e-6, 1e-5, 3e-5, 1e-4, 1e-3, 1e-2],
-    # --fine: steps of ~1.5x where the methods part ways in FP32.
-    "fp32-fine": [2e-7, 3e-7, 4.5e-7, 7e-7, 1e-6, 1.5e-6, 2.2e-6, 3.3e-6, 5e-6, 7.5e-6, 1.1e-5],
     "bf16": [1e-3, 3e-3, 1e-2, 3e-2, 1e-1, 3e-1],
-    "fp8": [1e-3, 3e-3, 1e-2, 3e-2, 1e-1, 3e-1],
+    "fp8": [1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1, 3e-1],
 }
-TORCH_DTYPE = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
-
-Method = Callable[[np.ndarray, np.ndarray, str], bool]
-
-
-def _assert_close(c: np.ndarray, r: np.ndarray, dtype: str) -> bool:
-    dt = TORCH_DTYPE.get(dtype, torch.float32)
-    try:
-        torch.testing.assert_close(torch.from_numpy(c).to(dt), torch.from_numpy(r).to(dt))
-    except AssertionError:
-        return True
-    return False
-
-
-def _cosine(c: np.ndarray, r: np.ndarray, _dtype: str) -> bool:
-    nc, nr = np.linalg.norm(c), np.linalg.norm(r)
-    if nc == 0 or nr == 0:
-        return bool(nc != nr)
-    return float(np.dot(c.ravel(), r.ravel()) / (nc * nr)) < 0.99
-
-
-def _fixed(precision: str) -> Method:
-    bound = 4 * 1.03**33 * EPS[precision]
-    return lambda c, r, _dtype: rel_error(c, r) > bound
-
-
-def naive_flags(ref: Path, cand: Path, precision: str) -> dict[str, int]:
-    """How many tensors each naive method flags."""
-    methods: dict[str, Method] = {
-        "assert_close": _assert_close,
-        "cosine": _cosine,
-        "fixed bound": _fixed(precision),
-    }
-    rr, cr = BundleReader(ref), BundleReader(cand)
-    counts = dict.fromkeys(methods, 0)
-    for ident in cr.identities():
-        dtype = cr.shards(ident)[0].dtype
-        if not dtype.startswith(("float", "bfloat")):
-            continue  # token ids and masks: every method compares them exactly
-        c, r = cr.merged(ident), rr.merged(("nominal", *ident[1:]))
-        for name, m in methods.items():
-            counts[name] += m(c, r, dtype)
-    return counts
+# --fine: steps of ~1.5x where the methods part ways.
+FINE = {
+    "fp32": [2e-7, 3e-7, 4.5e-7, 7e-7, 1e-6, 1.5e-6, 2.2e-6, 3.3e-6, 5e-6, 7.5e-6, 1.1e-5],
+    "bf16": [1e-2, 1.5e-2, 2.2e-2, 3.3e-2, 5e-2, 7e-2, 1e-1, 1.5e-1, 2.2e-1, 3.3e-1],
+    "fp8": [3e-5, 5e-5, 1e-4, 1.5e-4, 2.2e-4, 3.3e-4, 5e-4, 7.5e-4, 1.1e-3, 1e-2, 3e-2, 1e-1],
+}
+TUNED_FIXED = "fixed bound tuned to the sweep"
+TUNED_COSINE = "cosine tuned to the sweep"
 
 
 def floor_of_probe(report: dict, module: str) -> tuple[float, float]:
@@ -102,65 +67,121 @@ def floor_of_probe(report: dict, module: str) -> tuple[float, float]:
     raise LookupError(f"{module} forward_output not in the report")
 
 
-def sweep(precision: str, work: Path, module: str = MODULE, fine: bool = False) -> list[str]:
+def record(v: Verdict, ref: Path, cand: Path, precision: str) -> dict:
+    """What a run tells every method: ttrace's and the naive checks' flag counts, and each
+    float tensor's relative error and cosine (for the thresholds tuned to the clean sweep)."""
+    tensors = float_tensors(v.report)
+    return {
+        "flags": {
+            "ttrace": v.divergent,
+            **{m: len(f) for m, f in naive_flags(ref, cand, precision).items()},
+        },
+        "errors": [t["error"] for t in tensors],
+        "cosines": [t["metrics"]["cosine"] for t in tensors if t["metrics"].get("cosine")],
+    }
+
+
+def measure(precision: str, work: Path, modules: list[str], fine: bool) -> dict:
     cfg = CONFIGS["TP2"]
     ref = run_reference(work / f"ref-{precision}", cfg, precision, SEED)
     clean = run_candidate(work / f"clean-{precision}", cfg, precision, SEED, ref=ref)
     v0 = diff(ref, clean, work / f"clean-{precision}.json")
-    floor, tol = floor_of_probe(v0.report, module)
-    false_alarms = {"ttrace": v0.divergent, **naive_flags(ref, clean, precision)}
-    smallest: dict[str, tuple[float, float] | None] = dict.fromkeys(false_alarms)
-    deltas = (
-        DELTAS[f"{precision}-fine"] if fine and f"{precision}-fine" in DELTAS else DELTAS[precision]
-    )
-    for delta in deltas:
-        cand = run_candidate(
-            work / f"probe-{precision}-{delta:g}", cfg, precision, SEED,
-            "--probe-delta", f"{module}:{delta:g}", ref=ref,
-        )  # fmt: skip
-        v = diff(ref, cand, cand.with_suffix(".json"))
-        probed = rel_error(
-            BundleReader(cand).merged(("nominal", 0, 0, module, "forward_output", "0")),
-            BundleReader(ref).merged(("nominal", 0, 0, module, "forward_output", "0")),
-        )
-        flags = {"ttrace": v.divergent, **naive_flags(ref, cand, precision)}
-        for name, n in flags.items():
-            if smallest[name] is None and n > 0:
-                smallest[name] = (delta, probed)
-        print(f"  {precision} delta {delta:g}: probed rel err {probed:.3g}, flags {flags}")
+    out: dict = {"clean": record(v0, ref, clean, precision), "modules": {}}
+    for module in modules:
+        floor, tol = floor_of_probe(v0.report, module)
+        runs = []
+        for delta in (FINE if fine else DELTAS)[precision]:
+            cand = run_candidate(
+                work / f"probe-{precision}-{module}-{delta:g}", cfg, precision, SEED,
+                "--probe-delta", f"{module}:{delta:g}", ref=ref,
+            )  # fmt: skip
+            v = diff(ref, cand, cand.with_suffix(".json"))
+            key = ("nominal", 0, 0, module, "forward_output", "0")
+            probed = rel_error(BundleReader(cand).merged(key), BundleReader(ref).merged(key))
+            runs.append({"delta": delta, "probed": probed, **record(v, ref, cand, precision)})
+            print(f"  {precision} {module} delta {delta:g}: rel err {probed:.3g}, "
+                  f"{runs[-1]['flags']}", flush=True)  # fmt: skip
+        out["modules"][module] = {"floor": floor, "tolerance": tol, "runs": runs}
+    return out
+
+
+def flags_of(run: dict, sweep: dict | None) -> dict[str, int]:
+    """Flag counts per method, with the tuned thresholds when a clean sweep is given."""
+    flags = dict(run["flags"])
+    if sweep is not None:
+        bound, cosine = sweep["max_rel_error"]["value"], sweep["min_cosine"]["value"]
+        flags[TUNED_FIXED] = sum(e > bound for e in run["errors"])
+        flags[TUNED_COSINE] = sum(c < cosine for c in run["cosines"])
+    return flags
+
+
+def sweep_alarms(name: str, sweep: dict | None) -> str:
+    if sweep is None:
+        return "not measured"
+    if name == TUNED_FIXED:
+        return f"0 of {sweep['runs']} runs (bound {sweep['max_rel_error']['value']:.3g})"
+    if name == TUNED_COSINE:
+        gap = 1.0 - sweep["min_cosine"]["value"]
+        return f"0 of {sweep['runs']} runs (threshold 1 - {gap:.3g})"
+    f = sweep["flags"].get(name)
+    if f is None:
+        return "not measured"
+    return f"{f['tensors']} tensors in {f['runs']} of {sweep['runs']} runs"
+
+
+def tabulate(precision: str, raw: dict, sweep: dict | None) -> list[str]:
+    clean = flags_of(raw["clean"], sweep)
     rows = []
-    for name, hit in smallest.items():
-        fa = false_alarms[name]
-        if hit is None:
-            found = "not detected in sweep"
-        else:
-            found = f"{hit[0]:g} (rel err {hit[1]:.3g} = {hit[1] / floor:.3g} x floor)"
-        usable = "yes" if fa == 0 else f"NO ({fa} false alarms)"
-        rows.append(f"| {precision} | {module} | {name} | {found} | {usable} |")
-    rows.append(
-        f"| {precision} | {module} | (probed tensor) | floor mean {floor:.3g}, "
-        f"ttrace tolerance {tol:.3g} | |"
-    )
+    for module, m in raw["modules"].items():
+        floor = m["floor"]
+        smallest: dict[str, tuple[float, float] | None] = dict.fromkeys(clean)
+        for run in m["runs"]:
+            for name, n in flags_of(run, sweep).items():
+                if smallest[name] is None and n > 0:
+                    smallest[name] = (run["delta"], run["probed"])
+        for name, hit in smallest.items():
+            if hit is None:
+                found = "not detected in sweep"
+            else:
+                found = f"{hit[0]:g} (rel err {hit[1]:.3g} = {hit[1] / floor:.3g} x floor)"
+            rows.append(
+                f"| {precision} | {module} | {name} | {found} | {clean[name]} "
+                f"| {sweep_alarms(name, sweep)} |"
+            )
+        rows.append(
+            f"| {precision} | {module} | (probed tensor) | floor mean {floor:.3g}, "
+            f"ttrace tolerance {m['tolerance']:.3g} | | |"
+        )
     return rows
 
 
 def main(argv: list[str] | None = None) -> int:
     a = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     a.add_argument("--precisions", default="fp32,bf16,fp8")
-    a.add_argument("--module", default=MODULE, help="module whose output the probe scales")
-    a.add_argument("--fine", action="store_true", help="finer delta steps (FP32)")
-    a.add_argument("--out", type=Path, default=None)
+    a.add_argument("--modules", default=MODULE, help="modules whose output the probe scales")
+    a.add_argument("--fine", action="store_true", help="finer delta steps")
+    a.add_argument("--clean-sweep", type=Path, default=None, help="false_alarms.py --json")
+    a.add_argument("--raw", type=Path, default=Path("detection-power.json"), help="measurements")
+    a.add_argument("--from-raw", action="store_true", help="tabulate --raw without running")
+    a.add_argument("--out", type=Path, default=None, help="keep bundles here")
     a.add_argument("--markdown", type=Path, default=Path("detection-power.md"))
     args = a.parse_args(argv)
-    work = args.out or Path(tempfile.mkdtemp(prefix="detection-"))
-    work.mkdir(parents=True, exist_ok=True)
+    if args.from_raw:
+        raw = json.loads(args.raw.read_text())
+    else:
+        work = args.out or Path(tempfile.mkdtemp(prefix="detection-"))
+        work.mkdir(parents=True, exist_ok=True)
+        modules = args.modules.split(",")
+        raw = {p: measure(p, work, modules, args.fine) for p in args.precisions.split(",")}
+        args.raw.write_text(json.dumps(raw) + "\n")
+    clean = json.loads(args.clean_sweep.read_text())["precisions"] if args.clean_sweep else {}
     rows = [
         "| precision | probed module | method | smallest delta detected "
-        "| zero false alarms on the clean run |",
-        "|---|---|---|---|---|",
+        "| false alarms on the same clean run | false alarms over the clean sweep |",
+        "|---|---|---|---|---|---|",
     ]
-    for p in args.precisions.split(","):
-        rows += sweep(p, work, args.module, args.fine)
+    for p, measured in raw.items():
+        rows += tabulate(p, measured, clean.get(p))
     text = "\n".join(rows) + "\n"
     print(text)
     args.markdown.write_text(text)

@@ -134,6 +134,15 @@ def diff(ref: Path, cand: Path, json_out: Path) -> Verdict:
     return read_verdict(proc.returncode, json.loads(json_out.read_text()))
 
 
+def float_tensors(report: dict) -> list[dict]:
+    """The report's compared floating-point tensors (integers are exact for every method)."""
+    return [
+        t
+        for t in report["tensors"]
+        if t["dtype"].startswith(("float", "bfloat")) and t.get("error") is not None
+    ]
+
+
 def read_verdict(code: int, rep: dict) -> Verdict:
     s, fd = rep["summary"], rep["first_divergence"]
     v = Verdict(
