@@ -26,9 +26,11 @@ The detected DELTA is also given in units of the probed tensor's measured round-
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -81,28 +83,47 @@ def record(v: Verdict, ref: Path, cand: Path, precision: str) -> dict:
     }
 
 
-def measure(precision: str, work: Path, modules: list[str], fine: bool) -> dict:
+def measure(
+    precision: str,
+    work: Path,
+    modules: list[str],
+    deltas: list[float],
+    out: dict,
+    save: Callable[[], None],
+) -> None:
+    """Fills `out` (this precision's part of the raw file) and saves after every run, so an
+    interrupted run resumes where it stopped and more deltas can be added later (same --out,
+    same --raw): only the deltas a module has no run for are measured."""
     cfg = CONFIGS["TP2"]
-    ref = run_reference(work / f"ref-{precision}", cfg, precision, SEED)
-    clean = run_candidate(work / f"clean-{precision}", cfg, precision, SEED, ref=ref)
-    v0 = diff(ref, clean, work / f"clean-{precision}.json")
-    out: dict = {"clean": record(v0, ref, clean, precision), "modules": {}}
+    ref = work / f"ref-{precision}"
+    if not (ref / "manifest.json").exists():
+        run_reference(ref, cfg, precision, SEED)
+    if "clean" not in out:
+        clean = run_candidate(work / f"clean-{precision}", cfg, precision, SEED, ref=ref)
+        v0 = diff(ref, clean, work / f"clean-{precision}.json")
+        out["clean"] = record(v0, ref, clean, precision)
+        out["clean_report"] = str(work / f"clean-{precision}.json")
+        save()
+    report = json.loads(Path(out["clean_report"]).read_text())
+    out.setdefault("modules", {})
     for module in modules:
-        floor, tol = floor_of_probe(v0.report, module)
-        runs = []
-        for delta in (FINE if fine else DELTAS)[precision]:
+        floor, tol = floor_of_probe(report, module)
+        m = out["modules"].setdefault(module, {"floor": floor, "tolerance": tol, "runs": []})
+        runs = m["runs"]
+        for delta in sorted(set(deltas) - {r["delta"] for r in runs}):
             cand = run_candidate(
                 work / f"probe-{precision}-{module}-{delta:g}", cfg, precision, SEED,
                 "--probe-delta", f"{module}:{delta:g}", ref=ref,
             )  # fmt: skip
-            v = diff(ref, cand, cand.with_suffix(".json"))
+            v = diff(ref, cand, cand.parent / f"{cand.name}.json")  # module names hold dots
             key = ("nominal", 0, 0, module, "forward_output", "0")
             probed = rel_error(BundleReader(cand).merged(key), BundleReader(ref).merged(key))
-            runs.append({"delta": delta, "probed": probed, **record(v, ref, cand, precision)})
+            run = {"delta": delta, "probed": probed, **record(v, ref, cand, precision)}
+            runs.append(run)
+            runs.sort(key=lambda r: r["delta"])
+            save()
             print(f"  {precision} {module} delta {delta:g}: rel err {probed:.3g}, "
-                  f"{runs[-1]['flags']}", flush=True)  # fmt: skip
-        out["modules"][module] = {"floor": floor, "tolerance": tol, "runs": runs}
-    return out
+                  f"{run['flags']}", flush=True)  # fmt: skip
 
 
 def flags_of(run: dict, sweep: dict | None) -> dict[str, int]:
@@ -129,17 +150,22 @@ def sweep_alarms(name: str, sweep: dict | None) -> str:
     return f"{f['tensors']} tensors in {f['runs']} of {sweep['runs']} runs"
 
 
+def smallest_detected(runs: list[dict], sweep: dict | None, methods: list[str]) -> dict:
+    """Per method, (delta, probed rel err) of the first run it flags, or None."""
+    smallest: dict[str, tuple[float, float] | None] = dict.fromkeys(methods)
+    for run in runs:
+        for name, n in flags_of(run, sweep).items():
+            if smallest[name] is None and n > 0:
+                smallest[name] = (run["delta"], run["probed"])
+    return smallest
+
+
 def tabulate(precision: str, raw: dict, sweep: dict | None) -> list[str]:
     clean = flags_of(raw["clean"], sweep)
     rows = []
     for module, m in raw["modules"].items():
         floor = m["floor"]
-        smallest: dict[str, tuple[float, float] | None] = dict.fromkeys(clean)
-        for run in m["runs"]:
-            for name, n in flags_of(run, sweep).items():
-                if smallest[name] is None and n > 0:
-                    smallest[name] = (run["delta"], run["probed"])
-        for name, hit in smallest.items():
+        for name, hit in smallest_detected(m["runs"], sweep, list(clean)).items():
             if hit is None:
                 found = "not detected in sweep"
             else:
@@ -155,11 +181,39 @@ def tabulate(precision: str, raw: dict, sweep: dict | None) -> list[str]:
     return rows
 
 
+def summarize(raw: dict, clean_sweep: dict) -> list[str]:
+    """One row per precision and probed module, one column per method: the smallest delta
+    (x the probed tensor's floor) detected, struck out when the method is not silent on
+    correct runs (the same clean run, or any run of the clean sweep when given)."""
+    methods: list[str] = []
+    rows: list[str] = []
+    for precision, measured in raw.items():
+        sweep = clean_sweep.get(precision)
+        clean = flags_of(measured["clean"], sweep)
+        methods = methods or list(clean)
+        for module, m in measured["modules"].items():
+            cells = []
+            for name, hit in smallest_detected(m["runs"], sweep, list(clean)).items():
+                cell = "-" if hit is None else f"{hit[0]:g} ({hit[1] / m['floor']:.2g}x)"
+                alarms = clean[name] + (sweep["flags"].get(name, {}).get("runs", 0) if sweep else 0)
+                cells.append(f"~~{cell}~~ false alarms" if alarms else cell)
+            rows.append(f"| {precision} | {module} | " + " | ".join(cells) + " |")
+    head = "| precision | probed module | " + " | ".join(methods) + " |"
+    return [head, "|" + "---|" * (len(methods) + 2), *rows]
+
+
+def save_raw(path: Path, raw: dict) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(raw) + "\n")
+    tmp.replace(path)  # never a half-written file to resume from
+
+
 def main(argv: list[str] | None = None) -> int:
     a = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     a.add_argument("--precisions", default="fp32,bf16,fp8")
     a.add_argument("--modules", default=MODULE, help="modules whose output the probe scales")
     a.add_argument("--fine", action="store_true", help="finer delta steps")
+    a.add_argument("--deltas", default="", help="comma-separated deltas instead of the lists")
     a.add_argument("--clean-sweep", type=Path, default=None, help="false_alarms.py --json")
     a.add_argument("--raw", type=Path, default=Path("detection-power.json"), help="measurements")
     a.add_argument("--from-raw", action="store_true", help="tabulate --raw without running")
@@ -172,8 +226,13 @@ def main(argv: list[str] | None = None) -> int:
         work = args.out or Path(tempfile.mkdtemp(prefix="detection-"))
         work.mkdir(parents=True, exist_ok=True)
         modules = args.modules.split(",")
-        raw = {p: measure(p, work, modules, args.fine) for p in args.precisions.split(",")}
-        args.raw.write_text(json.dumps(raw) + "\n")
+        raw = json.loads(args.raw.read_text()) if args.raw.exists() else {}
+        save = functools.partial(save_raw, args.raw, raw)
+        for p in args.precisions.split(","):
+            deltas = (FINE if args.fine else DELTAS)[p]
+            if args.deltas:
+                deltas = [float(d) for d in args.deltas.split(",")]
+            measure(p, work, modules, deltas, raw.setdefault(p, {}), save)
     clean = json.loads(args.clean_sweep.read_text())["precisions"] if args.clean_sweep else {}
     rows = [
         "| precision | probed module | method | smallest delta detected "
@@ -182,7 +241,7 @@ def main(argv: list[str] | None = None) -> int:
     ]
     for p, measured in raw.items():
         rows += tabulate(p, measured, clean.get(p))
-    text = "\n".join(rows) + "\n"
+    text = "\n".join(summarize(raw, clean)) + "\n\n" + "\n".join(rows) + "\n"
     print(text)
     args.markdown.write_text(text)
     return 0
