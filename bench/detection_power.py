@@ -150,32 +150,52 @@ def sweep_alarms(name: str, sweep: dict | None) -> str:
     return f"{f['tensors']} tensors in {f['runs']} of {sweep['runs']} runs"
 
 
-def smallest_detected(runs: list[dict], sweep: dict | None, methods: list[str]) -> dict:
-    """Per method, (delta, probed rel err) of the first run it flags, or None."""
-    smallest: dict[str, tuple[float, float] | None] = dict.fromkeys(methods)
-    for run in runs:
-        for name, n in flags_of(run, sweep).items():
-            if smallest[name] is None and n > 0:
-                smallest[name] = (run["delta"], run["probed"])
-    return smallest
+Hit = tuple[float, float]  # (delta, the probed tensor's relative error at that delta)
+
+
+def detections(runs: list[dict], sweep: dict | None, methods: list[str]) -> dict:
+    """Per method, (first, steady): the first run it flags, and the smallest delta from
+    which it flags every larger delta of the sweep (they differ when detection is not
+    monotone in delta, as FP8 rounding can make it); None where there is none."""
+    out: dict[str, tuple[Hit | None, Hit | None]] = {}
+    flags = [flags_of(run, sweep) for run in runs]
+    for name in methods:
+        hits = [f[name] > 0 for f in flags]
+        hit_runs = [(r["delta"], r["probed"]) for r, h in zip(runs, hits, strict=True) if h]
+        first = hit_runs[0] if hit_runs else None
+        steady = None
+        for i in range(len(runs) - 1, -1, -1):
+            if not hits[i]:
+                break
+            steady = (runs[i]["delta"], runs[i]["probed"])
+        out[name] = (first, steady)
+    return out
+
+
+def describe(first: Hit | None, steady: Hit | None, floor: float, short: bool = False) -> str:
+    if first is None:
+        return "-" if short else "not detected in sweep"
+    text = (
+        f"{first[0]:g} ({first[1] / floor:.2g}x)"
+        if short
+        else f"{first[0]:g} (rel err {first[1]:.3g} = {first[1] / floor:.3g} x floor)"
+    )
+    if steady != first:
+        text += ", every delta from " + ("-" if steady is None else f"{steady[0]:g}")
+    return text
 
 
 def tabulate(precision: str, raw: dict, sweep: dict | None) -> list[str]:
     clean = flags_of(raw["clean"], sweep)
     rows = []
     for module, m in raw["modules"].items():
-        floor = m["floor"]
-        for name, hit in smallest_detected(m["runs"], sweep, list(clean)).items():
-            if hit is None:
-                found = "not detected in sweep"
-            else:
-                found = f"{hit[0]:g} (rel err {hit[1]:.3g} = {hit[1] / floor:.3g} x floor)"
+        for name, (first, steady) in detections(m["runs"], sweep, list(clean)).items():
             rows.append(
-                f"| {precision} | {module} | {name} | {found} | {clean[name]} "
-                f"| {sweep_alarms(name, sweep)} |"
+                f"| {precision} | {module} | {name} | {describe(first, steady, m['floor'])} "
+                f"| {clean[name]} | {sweep_alarms(name, sweep)} |"
             )
         rows.append(
-            f"| {precision} | {module} | (probed tensor) | floor mean {floor:.3g}, "
+            f"| {precision} | {module} | (probed tensor) | floor mean {m['floor']:.3g}, "
             f"ttrace tolerance {m['tolerance']:.3g} | | |"
         )
     return rows
@@ -193,8 +213,8 @@ def summarize(raw: dict, clean_sweep: dict) -> list[str]:
         methods = methods or list(clean)
         for module, m in measured["modules"].items():
             cells = []
-            for name, hit in smallest_detected(m["runs"], sweep, list(clean)).items():
-                cell = "-" if hit is None else f"{hit[0]:g} ({hit[1] / m['floor']:.2g}x)"
+            for name, (first, steady) in detections(m["runs"], sweep, list(clean)).items():
+                cell = describe(first, steady, m["floor"], short=True)
                 alarms = clean[name] + (sweep["flags"].get(name, {}).get("runs", 0) if sweep else 0)
                 cells.append(f"~~{cell}~~ false alarms" if alarms else cell)
             rows.append(f"| {precision} | {module} | " + " | ".join(cells) + " |")
