@@ -79,7 +79,9 @@ def record(v: Verdict, ref: Path, cand: Path, precision: str) -> dict:
             **{m: len(f) for m, f in naive_flags(ref, cand, precision).items()},
         },
         "errors": [t["error"] for t in tensors],
-        "cosines": [t["metrics"]["cosine"] for t in tensors if t["metrics"].get("cosine")],
+        "cosines": [
+            t["metrics"]["cosine"] for t in tensors if t["metrics"].get("cosine") is not None
+        ],
     }
 
 
