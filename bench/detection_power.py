@@ -177,11 +177,12 @@ def detections(runs: list[dict], sweep: dict | None, methods: list[str]) -> dict
 def describe(first: Hit | None, steady: Hit | None, floor: float, short: bool = False) -> str:
     if first is None:
         return "-" if short else "not detected in sweep"
-    text = (
-        f"{first[0]:g} ({first[1] / floor:.2g}x)"
-        if short
-        else f"{first[0]:g} (rel err {first[1]:.3g} = {first[1] / floor:.3g} x floor)"
-    )
+    if floor <= 0:  # a probed tensor no perturbation moved: no unit to express it in
+        text = f"{first[0]:g}" if short else f"{first[0]:g} (rel err {first[1]:.3g}, floor 0)"
+    elif short:
+        text = f"{first[0]:g} ({first[1] / floor:.2g}x)"
+    else:
+        text = f"{first[0]:g} (rel err {first[1]:.3g} = {first[1] / floor:.3g} x floor)"
     if steady != first:
         text += ", every delta from " + ("-" if steady is None else f"{steady[0]:g}")
     return text
