@@ -15,6 +15,7 @@ fixed thresholds that would have stayed silent on this sweep.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import tempfile
@@ -84,10 +85,14 @@ def main(argv: list[str] | None = None) -> int:
         "--baselines", action="store_true", help="also count the naive checks' false alarms"
     )
     a.add_argument("--json", type=Path, default=None, help="totals per precision (JSON)")
+    a.add_argument("--layers", type=int, default=0, help="model depth (default: zoo_lib's 2)")
     args = a.parse_args(argv)
     work = args.out or Path(tempfile.mkdtemp(prefix="false-alarms-"))
     work.mkdir(parents=True, exist_ok=True)
     configs = [CONFIGS[c] for c in args.configs.split(",")]
+    if args.layers:  # the last --layers wins, so this overrides zoo_lib's small default
+        depth = ("--layers", str(args.layers))
+        configs = [dataclasses.replace(c, shared=(*c.shared, *depth)) for c in configs]
     precisions = args.precisions.split(",")
     seeds = range(args.first_seed, args.first_seed + args.seeds)
     cols = ["config", "precision", "seeds", "flagged tensors", "compared", "max ratio"]
