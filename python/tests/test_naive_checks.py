@@ -26,13 +26,19 @@ def _bundle(path: Path, role: str, tensors: dict[str, np.ndarray | torch.Tensor]
     with BundleWriter(path, 0, 1, role) as w:
         for module, value in tensors.items():
             w.write(TensorKey("nominal", 0, 0, module, "forward_output", "0"), value)
+    modules = [{"name": m, "order": i, "depth": 1, "type": "Linear"} for i, m in enumerate(tensors)]
     write_manifest(
-        path, role=role, world_size=1, parallel={}, precision="fp32", variants=["nominal"],
-        modules=[
-            {"name": m, "order": i, "depth": 1, "type": "Linear"} for i, m in enumerate(tensors)
-        ], iterations=[0], micro_batches=1,
+        path,
+        role=role,
+        world_size=1,
+        parallel={},
+        precision="fp32",
+        variants=["nominal"],
+        modules=modules,
+        iterations=[0],
+        micro_batches=1,
         ranks=[w.record],
-    )  # fmt: skip
+    )
     return path
 
 
