@@ -61,6 +61,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     a.add_argument("--iterations", type=int, default=2)
     a.add_argument("--capture", default="all", help="iterations to capture: all, none, or 0,1")
     a.add_argument("--perturbations", type=int, default=0, help="reference: perturbed variants")
+    a.add_argument(
+        "--perturb-scale",
+        type=float,
+        default=None,
+        help="reference: relative perturbation size (default: eps of the perturbed tensor)",
+    )
     a.add_argument("--seed", type=int, default=1234)
     a.add_argument(
         "--perturb-each-step",
@@ -182,7 +188,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         iterations=capture,
         parallel=info,
         precision=args.precision,
-        perturbations=args.perturbations if args.reference else 0,
+        perturbations=ttc.Perturbation(
+            count=args.perturbations if args.reference else 0, relative_scale=args.perturb_scale
+        ),
         model_name=cfg.describe(),
     )
 
