@@ -100,6 +100,32 @@ def test_perturbed_variants_leave_nominal_bit_identical(tmp_path: Path) -> None:
     assert 0 < rel.max() <= 1.5 * torch.finfo(torch.float32).eps
 
 
+def test_whole_run_variants_each_start_from_the_same_optimizer_state(tmp_path: Path) -> None:
+    """run_variants restores one snapshot K times. Mid-training the optimizer already has
+    momentum buffers, and load_state_dict keeps the snapshot's tensors as its live state: a
+    perturbed variant's in-place updates must not leak into the next variant or nominal."""
+    data = torch.randn(3, 2, 3, 4, generator=torch.Generator().manual_seed(1))
+
+    def run(out: Path, perturbations: int) -> Tiny:
+        model = Tiny()
+        opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        model(data[2, 0]).square().sum().backward()  # an untraced step: buffers exist
+        opt.step()
+        tracer = Tracer(model, opt, out, role="reference", perturbations=perturbations)
+        for _ in tracer.run_variants():
+            for it in range(2):
+                opt.zero_grad()
+                with tracer.step(it):
+                    model(data[it, 0]).square().sum().backward()
+                    opt.step()
+        tracer.close()
+        return model
+
+    plain, perturbed = run(tmp_path / "plain", 0), run(tmp_path / "pert", 2)
+    for a, b in zip(plain.parameters(), perturbed.parameters(), strict=True):
+        assert torch.equal(a, b)
+
+
 def test_candidate_cannot_have_perturbations(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="only a reference"):
         Tracer(Tiny(), None, tmp_path / "b", role="candidate", perturbations=1)

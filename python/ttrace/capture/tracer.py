@@ -147,15 +147,7 @@ class Tracer:
         """Reference only: yields `perturbed-1..K` then `nominal`. Each perturbed variant
         starts from the same model, optimizer and RNG state, which is restored afterwards,
         so only the nominal variant's step carries on into the next iteration."""
-        for k, name in enumerate(self.perturbation.variants, start=1):
-            snapshot = self._snapshot()
-            self.state.variant, self.state.variant_index = name, k
-            try:
-                yield name
-            finally:
-                self.state.variant, self.state.variant_index = "nominal", 0
-                self._restore(snapshot)
-        yield "nominal"
+        yield from self._each_variant()
 
     def run_variants(self) -> Iterator[str]:
         """Reference only, whole-run perturbation: yields `perturbed-1..K` then `nominal`;
@@ -163,6 +155,11 @@ class Tracer:
         optimizer and RNG state at this call, so a perturbed variant carries its own
         round-off from step to step exactly as a distributed candidate does, and later
         iterations' floors include the parameter error earlier steps left behind."""
+        yield from self._each_variant()
+
+    def _each_variant(self) -> Iterator[str]:
+        """`perturbed-1..K` then `nominal`, each starting from the state at this call (the
+        snapshot is restored after every perturbed variant, so one snapshot serves all)."""
         snapshot = self._snapshot() if self.perturbation.variants else None
         for k, name in enumerate(self.perturbation.variants, start=1):
             self.state.variant, self.state.variant_index = name, k
@@ -189,7 +186,10 @@ class Tracer:
                 for k, v in m.state_dict(keep_vars=True).items():
                     v.copy_(sd[k])
         if self.optimizer is not None:
-            self.optimizer.load_state_dict(snap["optimizer"])
+            # load_state_dict adopts the given tensors as live state (no copy when dtype and
+            # device match), so restoring the snapshot itself would let the next variant's
+            # in-place updates rewrite it.
+            self.optimizer.load_state_dict(copy.deepcopy(snap["optimizer"]))
         torch.set_rng_state(snap["rng"])
 
     def _after_optimizer_step(self) -> None:
