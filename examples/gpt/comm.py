@@ -86,15 +86,10 @@ class _GatherAlong(torch.autograd.Function):
         return _reduce_scatter(g, ctx.dim, ctx.group), None, None
 
 
-class _GatherAlongSplitGrad(torch.autograd.Function):
+class _GatherAlongSplitGrad(_GatherAlong):
     """All-gather forward along `dim`, backward takes only this rank's slice of the gradient
     without summing the other ranks' contributions. Correct only where every rank computes
     the same full gradient; used by the bug zoo where it is not (cp-attn-backward)."""
-
-    @staticmethod
-    def forward(ctx, x, dim, group):
-        ctx.dim, ctx.group = dim, group
-        return _gather(x, dim, group)
 
     @staticmethod
     def backward(ctx, g):
