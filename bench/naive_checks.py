@@ -16,8 +16,11 @@ import numpy as np
 import torch
 
 from ttrace.bundle.reader import BundleReader, rel_error
+from ttrace.capture.precision import machine_eps
 
-EPS = {"fp32": 2.0**-23, "bf16": 2.0**-7, "fp8": 2.0**-7}
+# The dtype each recipe accumulates in; `machine_eps` maps FP8 to BF16's eps, as the
+# tolerance does (docs/tolerance.md).
+ACCUMULATING = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp8": torch.float8_e4m3fn}
 TORCH_DTYPE = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 METHODS = ("assert_close", "cosine", "fixed bound")
 
@@ -41,7 +44,7 @@ def _cosine(c: np.ndarray, r: np.ndarray, _dtype: str) -> bool:
 
 
 def fixed_bound(precision: str) -> float:
-    return 4 * 1.03**33 * EPS[precision]
+    return 4 * 1.03**33 * machine_eps(ACCUMULATING[precision])
 
 
 def _fixed(precision: str) -> Method:
