@@ -14,7 +14,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from ttrace.bundle import TensorKey
+from ttrace.bundle import Placement, TensorKey
 from ttrace.capture.call_template import CallTemplate
 from ttrace.capture.module_hooks import flatten
 
@@ -193,13 +193,27 @@ class ModuleReplay:
             grad = tensors[slot.index].grad
             if grad is None:
                 continue
-            index: int | str = int(slot.index) if slot.index.isdigit() else slot.index
-            local, placement = self.ctx.inference.activation(
-                module, "in", index, grad, gradient=True
-            )
             key = self._key(req, variant, "input_grad", slot.index)
+            local, placement = self._input_grad_placement(module, slot.index, grad, key)
             shards.append(shard_entry(key, local, placement, self.ctx.rank))
         return shards
+
+    def _input_grad_placement(
+        self, module: nn.Module, index: str, grad: torch.Tensor, key: TensorKey
+    ) -> tuple[torch.Tensor, Placement]:
+        """The inference's placement, as capture computes it; for a keyword input, whose
+        index the inference may not take, the placement this rank's capture recorded."""
+        if index.isdigit():
+            return self.ctx.inference.activation(module, "in", int(index), grad, gradient=True)
+        try:
+            return self.ctx.inference.activation(module, "in", index, grad, gradient=True)
+        except (TypeError, ValueError):
+            own = self.ctx.feed.own.get(key.with_variant("nominal"))
+            if own is None:
+                raise AgentError(
+                    ErrorCode.NOT_REPLAYABLE, f"no placement for the gradient of {key.path}"
+                ) from None
+            return grad, own.placement
 
     def _param_grads(
         self, params: list[nn.Parameter], req: ReplayRequest, variant: str

@@ -23,7 +23,6 @@ from .replay_request import ReplayRequest
 from .token_file import token_matches
 from .wire import (
     HARD_MAX_MESSAGE,
-    MAX_REQUEST,
     Request,
     error_frames,
     parse_request,
@@ -129,8 +128,6 @@ class SocketServer:
             self.outbox.put((identity, error_frames(None, error)))
 
     def _handle(self, identity: bytes, frames: list[bytes]) -> None:
-        if sum(len(f) for f in frames) > MAX_REQUEST and len(frames) == 1:
-            raise AgentError(ErrorCode.TOO_LARGE, f"request exceeds {MAX_REQUEST} bytes")
         req = parse_request(frames)
         if not token_matches(self.token, req.token):
             raise AgentError(ErrorCode.UNAUTHENTICATED, "wrong or missing token")
