@@ -46,15 +46,17 @@ class Net(nn.Module):
 def capture(out: Path, role: str, micro_batches: list[int]) -> ttc.Tracer:
     torch.manual_seed(0)
     model = Net()
-    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
     tracer = ttc.Tracer(
-        model, opt, out, role=role, iterations=[0], micro_batches=micro_batches, world_size=1
+        model, opt, out, role=role, iterations=[0, 1], micro_batches=micro_batches, world_size=1
     )
     data = torch.Generator().manual_seed(1)
-    with tracer.step(0):
-        for _ in range(2):
-            model(torch.randn(3, 4, generator=data)).square().sum().backward()
-        opt.step()
+    for it in range(2):
+        opt.zero_grad()
+        with tracer.step(it):
+            for _ in range(2):
+                model(torch.randn(3, 4, generator=data)).square().sum().backward()
+            opt.step()
     tracer.close()
     return tracer
 
@@ -130,5 +132,20 @@ def test_plain_module_replays_exactly(agent) -> None:
     assert header["status"] == "ok", header
     merged = merge(header["tensors"], payloads)
     assert {k[2] for k in merged} == {"forward_output", "param_grad"}  # x needs no grad
+    for k, v in merged.items():
+        assert rel_error(v, ref.merged((k[0], k[4], k[5], k[1], k[2], k[3]))) == 0.0, k
+
+
+@pytest.mark.parametrize("iteration", [0, 1])
+def test_optimizer_step_with_torch_optim_state(agent, iteration: int) -> None:
+    """Iteration 0 starts from the optimizer's state before its first step; iteration 1 from
+    the reference's momentum buffers left by iteration 0."""
+    client, ref_dir = agent
+    ref = BundleReader(ref_dir)
+    header, payloads = client.call("replay", module="", iteration=iteration, phase="step")
+    assert header["status"] == "ok", header
+    merged = merge(header["tensors"], payloads)
+    assert {k[2] for k in merged} == {"param_after_step", "optimizer_state"}
+    assert ("nominal", "inp", "optimizer_state", "momentum_buffer.weight", iteration, -1) in merged
     for k, v in merged.items():
         assert rel_error(v, ref.merged((k[0], k[4], k[5], k[1], k[2], k[3]))) == 0.0, k
