@@ -40,8 +40,7 @@ def _start_server(
         if config.endpoint_file is not None:
             write_private(config.endpoint_file, f"{config.host}:{server.port}\n")
     except OSError:
-        server.socket.close(0)
-        server._context.term()
+        server.close_unstarted()
         raise
     print(
         f"ttrace agent: serving {tracer.out_dir} on tcp://{config.host}:{server.port} "

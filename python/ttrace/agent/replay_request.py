@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
@@ -48,6 +49,18 @@ class ReplayRequest:
                     ErrorCode.NO_REFERENCE_TENSOR, f"the reference has no variant {v!r}"
                 )
         return cls(module, iteration, micro_batch, phase, tuple(dict.fromkeys(wanted)))
+
+    @classmethod
+    def from_json(cls, data: bytes) -> ReplayRequest:
+        """The form rank 0 broadcasts (already checked there)."""
+        body = json.loads(data.decode("utf-8"))
+        return cls(
+            str(body["module"]),
+            int(body["iteration"]),
+            int(body["micro_batch"]),
+            str(body["phase"]),
+            tuple(str(v) for v in body["variants"]),
+        )
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -77,6 +77,11 @@ class SocketServer:
         self._stop.set()
         self._thread.join(timeout=10)
 
+    def close_unstarted(self) -> None:
+        """Release the socket of a server whose thread never started (setup failed)."""
+        self.socket.close(0)
+        self._context.term()
+
     def reply(self, identity: bytes, frames: list[bytes], done: bool = True) -> None:
         """From the serve loop: queue a reply; `done` ends the busy state."""
         self.outbox.put((identity, frames))
