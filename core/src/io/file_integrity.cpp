@@ -1,4 +1,4 @@
-#include "file_integrity.h"
+#include "io/file_integrity.h"
 
 #include <zlib.h>
 

@@ -1,4 +1,4 @@
-#include "tensor_comparison.h"
+#include "compare/tensor_comparison.h"
 
 #include "ttrace/merge.h"
 #include "ttrace/metrics.h"

@@ -1,6 +1,6 @@
 #include "ttrace/diff_engine.h"
 
-#include "tensor_comparison.h"
+#include "compare/tensor_comparison.h"
 #include "ttrace/diff_cache.h"
 #include "ttrace/verdict.h"
 

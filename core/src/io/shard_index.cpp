@@ -1,7 +1,7 @@
-#include "shard_index.h"
+#include "io/shard_index.h"
 
-#include "file_integrity.h"
-#include "h5_handle.h"
+#include "io/file_integrity.h"
+#include "io/h5_handle.h"
 
 #include <array>
 #include <mutex>
