@@ -10,8 +10,12 @@ import os
 import shutil
 import subprocess
 import sys
+import zlib
+from collections.abc import Callable
 from pathlib import Path
 
+import h5py
+import numpy as np
 import pytest
 
 BIN_DIR = os.environ.get("TTRACE_BIN_DIR")
@@ -111,3 +115,118 @@ def test_second_run_uses_the_cache(demo: Path, tmp_path: Path) -> None:
     assert ttrace("diff", "--no-cache", "--json", tmp_path / "b.json", ref, cand).returncode == 0
     cached, fresh = (json.loads((tmp_path / n).read_text()) for n in ("a.json", "b.json"))
     assert cached == fresh
+
+
+# A tensor replicated in full on every rank: shortened by one element on each, it can no longer
+# be compared with the reference (shape mismatch), though every file stays consistent.
+SHORTENED = "nominal/iter_1/mb_all/layers.0.norm/parameter/weight"
+HINT = 'ttc.annotate(norm.weight, replicate_over="tp")'
+
+
+def _datasets(f: h5py.File) -> list[h5py.Dataset]:
+    found: list[h5py.Dataset] = []
+
+    def visit(_name: str, obj: object) -> None:
+        if isinstance(obj, h5py.Dataset):
+            found.append(obj)
+
+    f.visititems(visit)
+    return found
+
+
+def _reseal(bundle: Path) -> None:
+    """Recomputes the manifest's per-rank tensor count, bytes, size and CRC-32 after an edit."""
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    for entry in manifest["ranks"]:
+        path = bundle / entry["file"]
+        with h5py.File(path, "r") as f:
+            datasets = _datasets(f)
+            entry["tensors"] = len(datasets)
+            entry["bytes"] = sum(d.size * d.dtype.itemsize for d in datasets)
+        data = path.read_bytes()
+        entry["file_size"] = len(data)
+        entry["crc32"] = f"{zlib.crc32(data) & 0xFFFFFFFF:08x}"
+    (bundle / "manifest.json").write_text(json.dumps(manifest))
+
+
+def _edit_every_rank(bundle: Path, edit: Callable[[h5py.File], None]) -> None:
+    for rank_file in sorted(bundle.glob("rank-*.h5")):
+        with h5py.File(rank_file, "r+") as f:
+            edit(f)
+    _reseal(bundle)
+
+
+def _shorten(f: h5py.File) -> None:
+    old = f[SHORTENED]
+    data, attrs = old[...][:-1], dict(old.attrs)
+    del f[SHORTENED]
+    new = f.create_dataset(SHORTENED, data=data)
+    for key, value in attrs.items():
+        new.attrs[key] = value
+    new.attrs["global_shape"] = np.array([len(data)], dtype=np.int64)
+    new.attrs["boxes"] = np.array([[0, 0, len(data)]], dtype=np.int64)
+    new.attrs["layout_note"] = "replicated: same shape on every rank"
+    new.attrs["annotate_hint"] = HINT
+
+
+def test_invalid_and_divergent_exits_2_and_lists_both(demo: Path, tmp_path: Path) -> None:
+    cand = tmp_path / "cand"
+    shutil.copytree(demo / "bug/candidate", cand)
+    _edit_every_rank(cand, _shorten)
+    out_json = tmp_path / "diff.json"
+    run = ttrace("diff", "--no-cache", "--json", out_json, demo / "bug/reference", cand)
+    assert run.returncode == 2, run.stdout + run.stderr
+    assert "invalid or missing tensors:" in run.stdout
+    assert "reference shape [16] vs candidate shape [15]" in run.stdout
+    assert HINT in run.stdout and "replicated: same shape on every rank" in run.stdout
+    assert "worst tensors:" in run.stdout and "divergent" in run.stdout
+    last = run.stdout.strip().splitlines()[-1]
+    assert last.startswith("INVALID: 1 invalid, 0 missing") and "divergent" in last, last
+    doc = json.loads(out_json.read_text())
+    assert doc["summary"]["verdict"] == "invalid" and doc["summary"]["exit_code"] == 2
+    bad = [t for t in doc["tensors"] if t["status"] == "invalid"]
+    assert len(bad) == 1 and bad[0]["invalid_reason"]["annotate_hint"] == HINT
+    quiet = ttrace("diff", "--no-cache", "--quiet", demo / "bug/reference", cand)
+    assert (quiet.returncode, quiet.stdout.strip()) == (2, "invalid")
+
+
+def test_missing_tensor_exits_2_even_when_the_rest_is_clean(demo: Path, tmp_path: Path) -> None:
+    cand = tmp_path / "cand"
+    shutil.copytree(demo / "clean/candidate", cand)
+
+    def drop(f: h5py.File) -> None:
+        del f[SHORTENED]
+
+    _edit_every_rank(cand, drop)
+    run = ttrace("diff", "--no-cache", demo / "clean/reference", cand)
+    assert run.returncode == 2, run.stdout + run.stderr
+    assert run.stdout.strip().splitlines()[-1].startswith("INVALID: 0 invalid, 1 missing")
+    quiet = ttrace("diff", "--no-cache", "-q", demo / "clean/reference", cand)
+    assert (quiet.returncode, quiet.stdout.strip()) == (2, "invalid")
+
+
+def test_quiet_names_the_verdict(demo: Path) -> None:
+    clean = ttrace("diff", "--no-cache", "-q", demo / "clean/reference", demo / "clean/candidate")
+    assert (clean.returncode, clean.stdout.strip()) == (0, "clean")
+    bug = ttrace("diff", "--no-cache", "-q", demo / "bug/reference", demo / "bug/candidate")
+    assert (bug.returncode, bug.stdout.strip()) == (1, "divergent")
+
+
+def test_text_json_and_markdown_lead_with_the_first_divergence(demo: Path, tmp_path: Path) -> None:
+    out_json, out_md = tmp_path / "d.json", tmp_path / "d.md"
+    ref, cand = demo / "bug/reference", demo / "bug/candidate"
+    run = ttrace("diff", "--no-cache", "--json", out_json, "--markdown", out_md, ref, cand)
+    assert run.stdout.splitlines()[0].startswith(
+        "first divergence  iteration 0, forward: layers.1.mlp.fc2 forward_output"
+    ), run.stdout
+    first = json.loads(out_json.read_text())["first_divergence"]
+    assert (first["iteration"], first["phase"], first["module"], first["kind"]) == (
+        0,
+        "forward",
+        "layers.1.mlp.fc2",
+        "forward_output",
+    )
+    assert first["ranks"], first
+    md = out_md.read_text()
+    assert md.index("## First divergence") < md.index("## Divergent modules")
+    assert run.stdout.strip().splitlines()[-1].startswith("DIVERGENT:")

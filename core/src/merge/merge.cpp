@@ -86,80 +86,68 @@ struct GroupResult {
     std::vector<std::int64_t> owner; // shard rank per element, kOwnerNone if uncovered
 };
 
-GroupResult combineGroup(const std::vector<const RawShard*>& group,
-                         const std::vector<const std::vector<double>*>& decoded,
-                         const Shape& globalShape, Combine combine, const std::string& where,
-                         bool keepRaw, Diagnostics& findings) {
-    const auto n = static_cast<std::size_t>(elementCount(globalShape));
-    GroupResult g;
-    g.values.assign(n, 0.0);
-    g.owner.assign(n, kOwnerNone);
-    const std::size_t esize = group.empty() ? 1 : dtypeSize(group.front()->dtype);
-    if (keepRaw) {
-        g.raw.assign(n * esize, std::byte{0});
-    }
+// Copies one shard's runs into the group (in parallel: a shard's runs are disjoint); returns
+// the conflicts with elements earlier shards already set.
+ConflictMap applyShard(const RawShard& shard, const std::vector<double>& vals, Combine combine,
+                       bool keepRaw, std::size_t esize, GroupResult& g) {
+    std::vector<Run> runs;
+    forEachRun(shard.placement, shard.localShape,
+               [&](std::int64_t local, std::int64_t global, std::int64_t count) {
+                   runs.push_back({local, global, count});
+               });
+    auto copyElements = [&](std::size_t g0, std::size_t l0, std::size_t len) {
+        std::copy_n(vals.data() + l0, len, g.values.data() + g0);
+        std::fill_n(g.owner.data() + g0, len, static_cast<std::int64_t>(shard.rank));
+        if (keepRaw) {
+            std::memcpy(g.raw.data() + g0 * esize, shard.raw.data() + l0 * esize, len * esize);
+        }
+    };
+    tbb::enumerable_thread_specific<ConflictMap> localConflicts;
+    tbb::parallel_for(tbb::blocked_range<std::size_t>(0, runs.size(), 64),
+                      [&](const tbb::blocked_range<std::size_t>& range) {
+                          auto& mine = localConflicts.local();
+                          for (std::size_t r = range.begin(); r != range.end(); ++r) {
+                              const auto g0 = static_cast<std::size_t>(runs[r].global);
+                              const auto l0 = static_cast<std::size_t>(runs[r].local);
+                              const auto len = static_cast<std::size_t>(runs[r].count);
+                              const auto* owner = g.owner.data() + g0;
+                              if (std::all_of(owner, owner + len, [](std::int64_t o) {
+                                      return o == kOwnerNone;
+                                  })) {
+                                  copyElements(g0, l0, len); // the common case: a block copy
+                                  continue;
+                              }
+                              for (std::size_t k = 0; k < len; ++k) {
+                                  const double v = vals[l0 + k];
+                                  if (owner[k] == kOwnerNone) {
+                                      copyElements(g0 + k, l0 + k, 1);
+                                  } else if (combine == Combine::Copy ||
+                                             !sameValue(g.values[g0 + k], v)) {
+                                      addConflict(mine, owner[k], shard.rank,
+                                                  static_cast<std::int64_t>(g0 + k),
+                                                  g.values[g0 + k], v);
+                                  }
+                              }
+                          }
+                      });
     ConflictMap conflicts;
-    // Shards are applied one after another (lowest rank first, so it wins); the runs of one
-    // shard are disjoint, so they are applied in parallel.
-    for (std::size_t s = 0; s < group.size(); ++s) {
-        const RawShard& shard = *group[s];
-        const std::vector<double>& vals = *decoded[s];
-        std::vector<Run> runs;
-        forEachRun(shard.placement, shard.localShape,
-                   [&](std::int64_t local, std::int64_t global, std::int64_t count) {
-                       runs.push_back({local, global, count});
-                   });
-        tbb::enumerable_thread_specific<ConflictMap> localConflicts;
-        tbb::parallel_for(
-            tbb::blocked_range<std::size_t>(0, runs.size(), 64),
-            [&](const tbb::blocked_range<std::size_t>& range) {
-                auto& mine = localConflicts.local();
-                for (std::size_t r = range.begin(); r != range.end(); ++r) {
-                    const auto& run = runs[r];
-                    const auto g0 = static_cast<std::size_t>(run.global);
-                    const auto l0 = static_cast<std::size_t>(run.local);
-                    const auto len = static_cast<std::size_t>(run.count);
-                    auto* owner = g.owner.data() + g0;
-                    const bool untouched = std::all_of(
-                        owner, owner + len, [](std::int64_t o) { return o == kOwnerNone; });
-                    if (untouched) { // the common case: a plain block copy
-                        std::copy_n(vals.data() + l0, len, g.values.data() + g0);
-                        std::fill_n(owner, len, static_cast<std::int64_t>(shard.rank));
-                        if (keepRaw) {
-                            std::memcpy(g.raw.data() + g0 * esize, shard.raw.data() + l0 * esize,
-                                        len * esize);
-                        }
-                        continue;
-                    }
-                    for (std::size_t k = 0; k < len; ++k) {
-                        const double v = vals[l0 + k];
-                        if (owner[k] == kOwnerNone) {
-                            owner[k] = shard.rank;
-                            g.values[g0 + k] = v;
-                            if (keepRaw) {
-                                std::memcpy(&g.raw[(g0 + k) * esize], &shard.raw[(l0 + k) * esize],
-                                            esize);
-                            }
-                        } else if (combine == Combine::Copy || !sameValue(g.values[g0 + k], v)) {
-                            addConflict(mine, owner[k], shard.rank,
-                                        static_cast<std::int64_t>(g0 + k), g.values[g0 + k], v);
-                        }
-                    }
-                }
-            });
-        for (const auto& mine : localConflicts) {
-            for (const auto& [ranks, c] : mine) {
-                auto& total = conflicts[ranks];
-                if (total.count == 0 || c.firstIndex < total.firstIndex) {
-                    total.firstIndex = c.firstIndex;
-                    total.firstA = c.firstA;
-                    total.firstB = c.firstB;
-                }
-                total.count += c.count;
-                total.maxAbsDiff = std::max(total.maxAbsDiff, c.maxAbsDiff);
+    for (const auto& mine : localConflicts) {
+        for (const auto& [ranks, c] : mine) {
+            auto& total = conflicts[ranks];
+            if (total.count == 0 || c.firstIndex < total.firstIndex) {
+                total.firstIndex = c.firstIndex;
+                total.firstA = c.firstA;
+                total.firstB = c.firstB;
             }
+            total.count += c.count;
+            total.maxAbsDiff = std::max(total.maxAbsDiff, c.maxAbsDiff);
         }
     }
+    return conflicts;
+}
+
+void reportConflicts(const ConflictMap& conflicts, Combine combine, const Shape& globalShape,
+                     const std::string& where, Diagnostics& findings) {
     for (const auto& [ranks, c] : conflicts) {
         std::ostringstream msg;
         msg.precision(9);
@@ -179,7 +167,94 @@ GroupResult combineGroup(const std::vector<const RawShard*>& group,
             findings.push_back(makeWarning("replica-disagree", where, msg.str()));
         }
     }
+}
+
+// Combines shards that are copies of one (partial) tensor: shards are applied lowest rank
+// first, so it wins; overlaps are compared (replica) or reported (copy).
+GroupResult combineGroup(const std::vector<const RawShard*>& group,
+                         const std::vector<const std::vector<double>*>& decoded,
+                         const Shape& globalShape, Combine combine, const std::string& where,
+                         bool keepRaw, Diagnostics& findings) {
+    const auto n = static_cast<std::size_t>(elementCount(globalShape));
+    GroupResult g;
+    g.values.assign(n, 0.0);
+    g.owner.assign(n, kOwnerNone);
+    const std::size_t esize = group.empty() ? 1 : dtypeSize(group.front()->dtype);
+    if (keepRaw) {
+        g.raw.assign(n * esize, std::byte{0});
+    }
+    ConflictMap conflicts;
+    for (std::size_t s = 0; s < group.size(); ++s) {
+        for (const auto& [ranks, c] :
+             applyShard(*group[s], *decoded[s], combine, keepRaw, esize, g)) {
+            auto& total = conflicts[ranks];
+            if (total.count == 0 || c.firstIndex < total.firstIndex) {
+                total.firstIndex = c.firstIndex;
+                total.firstA = c.firstA;
+                total.firstB = c.firstB;
+            }
+            total.count += c.count;
+            total.maxAbsDiff = std::max(total.maxAbsDiff, c.maxAbsDiff);
+        }
+    }
+    reportConflicts(conflicts, combine, globalShape, where, findings);
     return g;
+}
+
+// Why the shards cannot be merged at all (they disagree on what they are pieces of, or a piece
+// does not fit), or nothing.
+std::optional<Diagnostic> shardsProblem(const std::vector<RawShard>& shards,
+                                        const std::string& where) {
+    const auto& first = shards.front();
+    for (const auto& s : shards) {
+        const std::string rank = "rank " + std::to_string(s.rank);
+        if (s.placement.globalShape != first.placement.globalShape || s.dtype != first.dtype ||
+            s.placement.combine != first.placement.combine) {
+            return makeError("shard-mismatch", where,
+                             rank + " disagrees with rank " + std::to_string(first.rank) +
+                                 " on global_shape, dtype or combine; the shards cannot be merged");
+        }
+        if (auto problem = checkPlacement(s.placement, s.localShape)) {
+            return makeError("placement-outside", where, rank + ": " + *problem);
+        }
+        if (s.raw.size() !=
+            static_cast<std::size_t>(elementCount(s.localShape)) * dtypeSize(first.dtype)) {
+            return makeError("short-data", where, rank + ": data size does not match its shape");
+        }
+    }
+    return std::nullopt;
+}
+
+Diagnostic holeFinding(const std::vector<std::uint8_t>& covered, const Shape& globalShape,
+                       const std::vector<RawShard>& shards, const std::string& where) {
+    const auto holes = std::count(covered.begin(), covered.end(), 0);
+    const auto first = std::distance(covered.begin(), std::find(covered.begin(), covered.end(), 0));
+    std::string ranks;
+    for (const auto& s : shards) {
+        ranks += (ranks.empty() ? "" : ", ") + std::to_string(s.rank);
+    }
+    return makeError("hole", where,
+                     "hole: " + std::to_string(holes) + " of " + std::to_string(covered.size()) +
+                         " elements are covered by no shard (first uncovered index " +
+                         multiIndex(first, globalShape) + "; ranks present: " + ranks + ")");
+}
+
+// Adds one group's values into the full tensor (sum partials add up; a copy group is alone).
+void accumulate(const GroupResult& g, FullTensor& full, std::vector<std::uint8_t>& covered) {
+    tbb::parallel_for(tbb::blocked_range<std::size_t>(0, covered.size(), 1 << 14),
+                      [&](const tbb::blocked_range<std::size_t>& r) {
+                          for (std::size_t i = r.begin(); i != r.end(); ++i) {
+                              if (g.owner[i] == kOwnerNone) {
+                                  continue;
+                              }
+                              // Assign the first contribution instead of adding it to 0.0,
+                              // which would turn a stored -0.0 into +0.0 and break bit-exact
+                              // rebuilding.
+                              full.values[i] =
+                                  covered[i] ? full.values[i] + g.values[i] : g.values[i];
+                              covered[i] = 1;
+                          }
+                      });
 }
 
 } // namespace
@@ -193,32 +268,13 @@ MergeResult mergeShards(const TensorId& id, std::vector<RawShard> shards) {
     }
     std::sort(shards.begin(), shards.end(),
               [](const RawShard& a, const RawShard& b) { return a.rank < b.rank; });
+    if (auto problem = shardsProblem(shards, where)) {
+        result.findings.push_back(std::move(*problem));
+        return result;
+    }
     const Shape globalShape = shards.front().placement.globalShape;
     const Combine combine = shards.front().placement.combine;
     const DType dtype = shards.front().dtype;
-    for (const auto& s : shards) {
-        if (s.placement.globalShape != globalShape || s.dtype != dtype ||
-            s.placement.combine != combine) {
-            result.findings.push_back(
-                makeError("shard-mismatch", where,
-                          "rank " + std::to_string(s.rank) + " disagrees with rank " +
-                              std::to_string(shards.front().rank) +
-                              " on global_shape, dtype or combine; the shards cannot be merged"));
-            return result;
-        }
-        if (auto problem = checkPlacement(s.placement, s.localShape)) {
-            result.findings.push_back(makeError(
-                "placement-outside", where, "rank " + std::to_string(s.rank) + ": " + *problem));
-            return result;
-        }
-        if (s.raw.size() !=
-            static_cast<std::size_t>(elementCount(s.localShape)) * dtypeSize(dtype)) {
-            result.findings.push_back(makeError("short-data", where,
-                                                "rank " + std::to_string(s.rank) +
-                                                    ": data size does not match its shape"));
-            return result;
-        }
-    }
     std::vector<std::vector<double>> decoded(shards.size());
     tbb::parallel_for(std::size_t{0}, shards.size(),
                       [&](std::size_t i) { decoded[i] = decodeParallel(dtype, shards[i].raw); });
@@ -237,6 +293,7 @@ MergeResult mergeShards(const TensorId& id, std::vector<RawShard> shards) {
     // uint8_t, not vector<bool>: parallel writes to neighbouring elements must not race.
     std::vector<std::uint8_t> covered(n, 0);
     const bool keepRaw = combine != Combine::Sum;
+    const Combine groupMode = combine == Combine::Sum ? Combine::Replica : combine;
     for (const auto& [partial, members] : groups) {
         std::vector<const RawShard*> group;
         std::vector<const std::vector<double>*> values;
@@ -244,44 +301,15 @@ MergeResult mergeShards(const TensorId& id, std::vector<RawShard> shards) {
             group.push_back(&shards[i]);
             values.push_back(&decoded[i]);
         }
-        const Combine groupMode = combine == Combine::Sum ? Combine::Replica : combine;
         auto g =
             combineGroup(group, values, globalShape, groupMode, where, keepRaw, result.findings);
-        tbb::parallel_for(tbb::blocked_range<std::size_t>(0, n, 1 << 14),
-                          [&](const tbb::blocked_range<std::size_t>& r) {
-                              for (std::size_t i = r.begin(); i != r.end(); ++i) {
-                                  if (g.owner[i] == kOwnerNone) {
-                                      continue;
-                                  }
-                                  // Assign the first contribution instead of adding it to 0.0,
-                                  // which would turn a stored -0.0 into +0.0 and break
-                                  // bit-exact rebuilding.
-                                  full.values[i] =
-                                      covered[i] ? full.values[i] + g.values[i] : g.values[i];
-                                  covered[i] = 1;
-                              }
-                          });
+        accumulate(g, full, covered);
         if (keepRaw) {
             full.rawBits = std::move(g.raw);
         }
     }
-    const auto holes = static_cast<std::int64_t>(std::count(covered.begin(), covered.end(), 0));
-    if (holes > 0) {
-        const auto first =
-            std::distance(covered.begin(), std::find(covered.begin(), covered.end(), 0));
-        result.findings.push_back(makeError(
-            "hole", where,
-            "hole: " + std::to_string(holes) + " of " + std::to_string(n) +
-                " elements are covered by no shard (first uncovered index " +
-                multiIndex(first, globalShape) + "; ranks present: " +
-                [&] {
-                    std::string r;
-                    for (const auto& s : shards) {
-                        r += (r.empty() ? "" : ", ") + std::to_string(s.rank);
-                    }
-                    return r;
-                }() +
-                ")"));
+    if (std::find(covered.begin(), covered.end(), 0) != covered.end()) {
+        result.findings.push_back(holeFinding(covered, globalShape, shards, where));
         return result;
     }
     for (std::size_t i = 0; i < shards.size(); ++i) {
