@@ -4,6 +4,7 @@
 #include "ttrace/diff_engine.h"
 #include "ttrace/report_json.h"
 #include "ttrace/report_markdown.h"
+#include "ttrace/verdict.h"
 
 #include <charconv>
 #include <cmath>
@@ -18,7 +19,8 @@ namespace {
 constexpr const char* kUsage =
     "usage: ttrace diff [options] REFERENCE CANDIDATE\n"
     "  Compares a candidate bundle with its reference under derived round-off tolerances.\n"
-    "  Exit status: 0 clean, 1 divergence found, 2 bad input.\n"
+    "  Exit status: 0 clean; 1 divergent (every tensor valid); 2 invalid: a tensor invalid or\n"
+    "  missing, a broken bundle or a bad option, even when other tensors diverge.\n"
     "options:\n"
     "  --json FILE              write the full result (docs/diff-json.md)\n"
     "  --markdown FILE          write a Markdown report for a bug report\n"
@@ -30,7 +32,7 @@ constexpr const char* kUsage =
     "  --micro-batch N          compare only micro-batch N (-1: per-iteration tensors)\n"
     "  --top N                  rows of the worst-tensors table (default 10)\n"
     "  --no-cache               neither read nor write the summary cache\n"
-    "  --quiet                  print only the verdict line\n";
+    "  --quiet                  print only the verdict: clean, divergent or invalid\n";
 
 template <typename T> bool parseNumber(std::string_view text, T& out) {
     const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
@@ -156,10 +158,10 @@ int runDiff(std::span<const std::string_view> args) {
     const bool unusable = result.tensors.empty() && hasErrors(result.diagnostics);
     if (unusable) {
         std::cerr << "ttrace diff: the bundles could not be compared\n";
-        return kExitBadInput;
+        return exitCodeFor(result);
     }
     if (a.quiet) {
-        std::cout << (result.summary.clean ? "clean" : "divergent") << "\n";
+        std::cout << runVerdictName(runVerdict(result)) << "\n";
     } else {
         printDiffSummary(std::cout, result, a.top);
     }
@@ -167,13 +169,8 @@ int runDiff(std::span<const std::string_view> args) {
         // A bundle with a missing or broken rank file: verdicts are unreliable (a missing
         // partial sum looks like a divergence), so this is bad input, not a bug finding.
         std::cerr << "ttrace diff: the bundles have errors (above); verdicts are unreliable\n";
-        return kExitBadInput;
     }
-    if (result.summary.divergent > 0) {
-        return kExitDivergent;
-    }
-    // Nothing diverged, but something could not be compared (holes, unreadable files).
-    return result.summary.clean ? kExitOk : kExitBadInput;
+    return exitCodeFor(result);
 }
 
 } // namespace ttrace::cli

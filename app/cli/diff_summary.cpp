@@ -8,6 +8,8 @@
 namespace ttrace::cli {
 namespace {
 
+constexpr std::size_t kMaxInvalidRows = 20;
+
 std::string withOrigin(const DiffResult& r, const std::optional<std::string>& name) {
     if (!name) {
         return "none";
@@ -16,10 +18,123 @@ std::string withOrigin(const DiffResult& r, const std::optional<std::string>& na
     return *name + (m ? " (" + std::string(originName(m->origin)) + ")" : "");
 }
 
+std::string joined(const std::vector<std::string>& names, std::size_t max) {
+    std::string out;
+    for (std::size_t i = 0; i < names.size() && i < max; ++i) {
+        out += (i ? ", " : "") + names[i];
+    }
+    return names.size() > max ? out + ", ... (" + std::to_string(names.size()) + " modules)" : out;
+}
+
+// The first divergence on the timeline, its error's shape and the bug class it suggests.
+void printFirstDivergence(std::ostream& out, const DiffResult& r) {
+    if (!r.firstDivergence) {
+        out << "first divergence  none\n";
+        return;
+    }
+    const auto& f = *r.firstDivergence;
+    const auto& t = r.tensors[f.tensor];
+    out << "first divergence  iteration " << f.iteration << ", " << phaseLabel(f.phase) << ": "
+        << f.module << " " << tensorKindName(f.kind) << " (" << describeRanks(f.ranks)
+        << ", ratio " << formatNumber(t.ratio) << ")\n";
+    if (!f.alsoInPhase.empty()) {
+        out << "  same phase      " << joined(f.alsoInPhase, 6) << "\n";
+    }
+    for (const auto& s : t.signatures) {
+        out << "  error shape     " << s.summary << " [" << s.evidence << "]\n";
+    }
+    if (!t.hint.text.empty()) {
+        out << "  hint            "
+            << (t.hint.bugClass.empty() ? "" : t.hint.bugClass + ": ") << t.hint.text << "\n";
+    }
+}
+
+void printWorst(std::ostream& out, const DiffResult& r, std::size_t rows) {
+    const auto worst = worstTensors(r, rows);
+    if (worst.empty()) {
+        return;
+    }
+    out << "\nworst tensors:\n";
+    out << "  " << std::left << std::setw(10) << "status" << std::right << std::setw(10)
+        << "ratio" << std::setw(11) << "error" << std::setw(11) << "tolerance"
+        << "  " << std::left << std::setw(10) << "source"
+        << "tensor\n";
+    for (const auto i : worst) {
+        const auto& t = r.tensors[i];
+        out << "  " << std::left << std::setw(10) << statusName(t.status) << std::right
+            << std::setw(10) << formatNumber(t.ratio) << std::setw(11)
+            << formatNumber(t.metrics.relError) << std::setw(11) << formatNumber(t.tolerance.value)
+            << "  " << std::left << std::setw(10) << t.tolerance.source << t.id.label() << "\n";
+        if (!t.signatures.empty()) {
+            out << "      shape: " << t.signatures.front().summary << "\n";
+        }
+    }
+    out << std::right;
+}
+
+// Every tensor that could not be compared, with why and what would fix it.
+void printInvalid(std::ostream& out, const DiffResult& r) {
+    std::size_t shown = 0;
+    for (const auto i : r.timeline) {
+        const auto& t = r.tensors[i];
+        if (severity(t.status) <= severity(Status::Divergent)) {
+            continue;
+        }
+        if (shown == 0) {
+            out << "\ninvalid or missing tensors:\n";
+        }
+        if (++shown > kMaxInvalidRows) {
+            out << "  ... (" << (r.summary.invalid + r.summary.missing) << " in all; --json lists "
+                << "every one)\n";
+            return;
+        }
+        out << "  " << statusName(t.status) << "  " << t.id.label() << "\n";
+        if (!t.invalid.empty()) {
+            out << "      why: " << t.invalid.toString() << "\n";
+        }
+        for (const auto& f : t.findings) {
+            if (f.severity == Severity::Error || f.code == "missing-tensor") {
+                out << "      " << f.code << ": " << f.message << "\n";
+            }
+        }
+    }
+}
+
 } // namespace
+
+std::string describeRanks(const std::vector<int>& ranks) {
+    std::string out = ranks.size() == 1 ? "rank " : "ranks ";
+    for (std::size_t i = 0; i < ranks.size(); ++i) {
+        out += (i ? ", " : "") + std::to_string(ranks[i]);
+    }
+    return ranks.empty() ? "no rank" : out;
+}
+
+std::string verdictLine(const DiffResult& r) {
+    const auto& s = r.summary;
+    switch (runVerdict(r)) {
+    case RunVerdict::Clean: return "CLEAN: every tensor is within its round-off tolerance";
+    case RunVerdict::Divergent:
+        return "DIVERGENT: " + std::to_string(s.divergent) +
+               " tensors diverge beyond round-off; every tensor was valid";
+    case RunVerdict::Invalid: break;
+    }
+    std::string why = std::to_string(s.invalid) + " invalid, " + std::to_string(s.missing) +
+                      " missing tensors";
+    if (hasErrors(r.diagnostics)) {
+        why += ", bundle errors";
+    }
+    if (r.cancelled) {
+        why += ", cancelled";
+    }
+    return "INVALID: " + why +
+           (s.divergent > 0 ? "; " + std::to_string(s.divergent) + " divergent" : "") +
+           ": verdicts are unreliable until the input is fixed";
+}
 
 void printDiffSummary(std::ostream& out, const DiffResult& r, std::size_t worstRows) {
     const auto& s = r.summary;
+    printFirstDivergence(out, r);
     out << "reference  " << s.referenceDir << " (" << s.referenceRanks << " rank"
         << (s.referenceRanks == 1 ? "" : "s") << ", " << (s.precision.empty() ? "?" : s.precision)
         << ", " << s.perturbedVariants << " perturbed variants)\n";
@@ -28,37 +143,21 @@ void printDiffSummary(std::ostream& out, const DiffResult& r, std::size_t worstR
     out << "tensors    " << s.compared << " compared, " << s.divergent << " divergent, "
         << s.missing << " missing, " << s.invalid << " invalid\n";
     out << "max ratio  " << formatNumber(s.maxRatio) << " (error / tolerance; above 1 is a bug)\n";
-    out << "first divergence  forward: " << withOrigin(r, r.firstForwardDivergence)
+    out << "first by kind     forward: " << withOrigin(r, r.firstForwardDivergence)
         << "   backward: " << withOrigin(r, r.firstBackwardDivergence) << "\n";
-    std::string introduced;
+    std::vector<std::string> introduced;
     for (const auto& m : r.modules) {
         if (m.origin == Origin::Introduced) {
-            introduced += (introduced.empty() ? "" : ", ") + m.name;
+            introduced.push_back(m.name);
         }
     }
     if (!introduced.empty()) {
-        out << "introduced in     " << introduced << " (offline estimate; localize to confirm)\n";
+        out << "introduced in     " << joined(introduced, 8)
+            << " (offline estimate; localize to confirm)\n";
     }
-    const auto worst = worstTensors(r, worstRows);
-    if (!worst.empty()) {
-        out << "\nworst tensors:\n";
-        out << "  " << std::left << std::setw(10) << "status" << std::right << std::setw(10)
-            << "ratio" << std::setw(11) << "error" << std::setw(11) << "tolerance"
-            << "  " << std::left << std::setw(10) << "source"
-            << "tensor\n";
-        for (const auto i : worst) {
-            const auto& t = r.tensors[i];
-            out << "  " << std::left << std::setw(10) << statusName(t.status) << std::right
-                << std::setw(10) << formatNumber(t.ratio) << std::setw(11)
-                << formatNumber(t.metrics.relError) << std::setw(11)
-                << formatNumber(t.tolerance.value) << "  " << std::left << std::setw(10)
-                << t.tolerance.source << t.id.label() << "\n";
-        }
-        out << std::right;
-    }
-    out << "\n"
-        << (s.clean ? "CLEAN: every tensor is within its round-off tolerance\n"
-                    : "DIVERGENT: see above\n");
+    printWorst(out, r, worstRows);
+    printInvalid(out, r);
+    out << "\n" << verdictLine(r) << "\n";
 }
 
 } // namespace ttrace::cli

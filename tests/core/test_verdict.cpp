@@ -41,7 +41,11 @@ private slots:
     }
     void originTable() {
         QCOMPARE(classifyOrigin(0.0, 0.5), Origin::None);
-        QCOMPARE(classifyOrigin(0.9, 3.0), Origin::Introduced);  // clean in, divergent out
+        QCOMPARE(classifyOrigin(0.2, 3.0), Origin::Introduced);  // clean in, 15x out
+        QCOMPARE(classifyOrigin(0.0, 1.5), Origin::Introduced);  // exact in, divergent out
+        // Near the round-off floor: an input at 0.98 explains an output at 1.004 (not "new").
+        QCOMPARE(classifyOrigin(0.98, 1.004), Origin::Inherited);
+        QCOMPARE(classifyOrigin(0.9, 3.0), Origin::Inherited); // within 10x of its input
         QCOMPARE(classifyOrigin(5.0, 40.0), Origin::Inherited);  // 8x < kIntroducedFactor
         QCOMPARE(classifyOrigin(5.0, 60.0), Origin::Introduced); // 12x: a second bug
         QCOMPARE(classifyOrigin(50.0, 20.0), Origin::Inherited);
@@ -149,6 +153,78 @@ private slots:
         const auto worst = worstTensors(r, 2);
         QCOMPARE(worst.size(), std::size_t{2});
         QCOMPARE(r.tensors[worst[0]].status, Status::Invalid);
+    }
+    void timelineOrdersByIterationPhaseAndOrder() {
+        // Iteration 0: forward and backward clean, the norm's and the head's main_grad wrong
+        // (a reduction bug); iteration 1: the forward diverges through the updated weights.
+        DiffResult r;
+        r.tensors = {
+            tensor("embed", TensorKind::ForwardOutput, 40.0, 1),
+            tensor("head", TensorKind::MainGrad, 30.0, 0),
+            tensor("layer.norm", TensorKind::MainGrad, 20.0, 0),
+            tensor("layer.norm", TensorKind::ParamGrad, 0.3, 0),
+            tensor("head", TensorKind::ParamGrad, 0.2, 0),
+            tensor("layer.norm", TensorKind::ParamAfterStep, 50.0, 0),
+            tensor("embed", TensorKind::ForwardOutput, 0.1, 0),
+        };
+        for (auto& t : r.tensors) {
+            t.id.microBatch = t.id.kind == TensorKind::ForwardOutput ? 0 : -1;
+        }
+        assembleVerdicts(r, modules());
+        QVERIFY(r.firstDivergence);
+        const auto& f = *r.firstDivergence;
+        QCOMPARE(f.iteration, std::int64_t{0});
+        QCOMPARE(f.phase, Phase::GradReduction);
+        QCOMPARE(f.module, std::string("layer.norm")); // order 2 runs before the head's 5
+        QCOMPARE(f.kind, TensorKind::MainGrad);
+        QCOMPARE(f.alsoInPhase, std::vector<std::string>{"head"});
+        // The timeline lists every flagged tensor in that order: reduction, step, iteration 1.
+        std::vector<std::pair<std::string, TensorKind>> order;
+        for (const auto i : r.timeline) {
+            order.emplace_back(r.tensors[i].id.module, r.tensors[i].id.kind);
+        }
+        const std::vector<std::pair<std::string, TensorKind>> expected{
+            {"layer.norm", TensorKind::MainGrad},
+            {"head", TensorKind::MainGrad},
+            {"layer.norm", TensorKind::ParamAfterStep},
+            {"embed", TensorKind::ForwardOutput}};
+        QCOMPARE(order, expected);
+        // The forward-only view still names iteration 1's embedding.
+        QCOMPARE(r.firstForwardDivergence.value_or(""), std::string("embed"));
+        QCOMPARE(r.module("layer.norm")->origin, Origin::Introduced); // param_grad clean
+    }
+    void severityOrderAndExitCodes() {
+        QVERIFY(severity(Status::Invalid) > severity(Status::Missing));
+        QVERIFY(severity(Status::Missing) > severity(Status::Divergent));
+        QVERIFY(severity(Status::Divergent) > severity(Status::Clean));
+        QVERIFY(isFlagged(Status::Divergent) && isFlagged(Status::Invalid));
+        QVERIFY(isFlagged(Status::Missing) && !isFlagged(Status::Clean));
+        auto verdictOf = [](std::vector<Status> statuses) {
+            DiffResult r;
+            for (const auto st : statuses) {
+                r.tensors.push_back(tensor("layer.fc1", TensorKind::ForwardOutput, 0.5));
+                r.tensors.back().status = st;
+                r.tensors.back().ratio = st == Status::Divergent ? 5.0 : 0.5;
+            }
+            assembleVerdicts(r, modules());
+            return std::make_pair(exitCodeFor(r), std::string(runVerdictName(runVerdict(r))));
+        };
+        using V = std::pair<int, std::string>;
+        QCOMPARE(verdictOf({Status::Clean}), V(0, "clean"));
+        QCOMPARE(verdictOf({Status::Clean, Status::Divergent}), V(1, "divergent"));
+        QCOMPARE(verdictOf({Status::Divergent, Status::Invalid}), V(2, "invalid"));
+        QCOMPARE(verdictOf({Status::Clean, Status::Missing}), V(2, "invalid"));
+        DiffResult broken;
+        broken.diagnostics.push_back(makeError("missing-rank-file", "candidate", "gone"));
+        assembleVerdicts(broken, modules());
+        QCOMPARE(exitCodeFor(broken), 2);
+        // A module is as bad as its worst tensor in the same order: invalid beats divergent.
+        DiffResult r;
+        r.tensors = {tensor("layer.fc1", TensorKind::ForwardOutput, 5.0),
+                     tensor("layer.fc1", TensorKind::ForwardInput, 0.0)};
+        r.tensors[1].status = Status::Invalid;
+        assembleVerdicts(r, modules());
+        QCOMPARE(r.module("layer.fc1")->status, Status::Invalid);
     }
     void cleanRunIsClean() {
         DiffResult r;

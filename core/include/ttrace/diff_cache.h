@@ -13,7 +13,7 @@
 namespace ttrace {
 
 // Bumped whenever the engine computes anything differently, so old entries are never reused.
-inline constexpr int kDiffCacheVersion = 1;
+inline constexpr int kDiffCacheVersion = 2; // 2: timeline phases, shape diagnosis, margin rule
 // Entries kept per cache directory (the newest by modification time). Each entry is a few
 // hundred KiB of JSON; the user cache directory is shared by every bundle ever opened, so it
 // must not grow without bound.

@@ -26,7 +26,25 @@ using TensorResultFn = std::function<void(const TensorResult&)>;
 DiffResult diffBundles(const Bundle& reference, const Bundle& candidate, const DiffOptions& options,
                        const ProgressFn& progress = {}, const TensorResultFn& onTensor = {});
 
-// Convenience: opens both directories, then diffs. Opening errors end up in diagnostics.
+// Called once both bundles are opened, before any tensor is compared: their manifests (null
+// for a bundle that could not be opened at all) and the problems found while opening (their
+// locations start with "reference" or "candidate"). On a cache hit only the manifests are read.
+using OpenedFn = std::function<void(const Manifest* reference, const Manifest* candidate,
+                                    const Diagnostics& problems)>;
+
+struct DiffCallbacks {
+    ProgressFn progress;    // opening takes the first 20% (10% per bundle), comparing the rest
+    TensorResultFn onTensor;
+    OpenedFn onOpened;
+};
+
+// The one path from two directories to a result, for every front end: checks the summary
+// cache, opens both bundles, reports them, then diffs. Bundles with errors are still diffed
+// (tensors that cannot be merged come out invalid); only a bundle that cannot be opened at all
+// ends it early. Never throws on bad input.
+DiffResult diffBundleDirs(const std::filesystem::path& reference,
+                          const std::filesystem::path& candidate, const DiffOptions& options,
+                          const DiffCallbacks& callbacks);
 DiffResult diffBundleDirs(const std::filesystem::path& reference,
                           const std::filesystem::path& candidate, const DiffOptions& options,
                           const ProgressFn& progress = {}, const TensorResultFn& onTensor = {});

@@ -1,10 +1,12 @@
 #pragma once
 // Immutable results of comparing a candidate bundle with its reference. Front ends adapt these
 // (tree models, reports); they never recompute.
+#include "ttrace/bug_class.h"
 #include "ttrace/diagnostic.h"
 #include "ttrace/histogram.h"
 #include "ttrace/metrics.h"
 #include "ttrace/placement.h"
+#include "ttrace/shape_diagnosis.h"
 #include "ttrace/tensor_id.h"
 #include "ttrace/tolerance.h"
 
@@ -22,6 +24,26 @@ enum class Status {
 };
 std::string_view statusName(Status status);
 
+// The one severity order of every front end: invalid > missing > divergent > clean. A tensor
+// that cannot be compared outranks a divergence because it makes the other verdicts unreliable
+// (a missing partial sum looks like a divergence); the exit code follows the same order.
+int severity(Status status);
+// Worth a look: anything but clean.
+bool isFlagged(Status status);
+
+// Why a tensor could not be compared, with what would fix it.
+struct InvalidReason {
+    std::string referenceShape, candidateShape; // logical shapes as each side records them
+    std::string candidateLayout; // the placement the merge tried, e.g. "copy boxes over 2 ranks"
+    std::string layoutNote;      // the capture's note on how it inferred the layout (optional)
+    std::string annotateHint;    // the ttrace.capture.annotate(...) line that fixes it (optional)
+    [[nodiscard]] bool empty() const {
+        return referenceShape.empty() && candidateShape.empty() && candidateLayout.empty();
+    }
+    // One line: "reference [4, 8] vs candidate [8, 8]; candidate layout tried: ...; ...".
+    [[nodiscard]] std::string toString() const;
+};
+
 struct TensorResult {
     TensorId id; // variant "nominal"
     Shape shape;
@@ -33,6 +55,9 @@ struct TensorResult {
     Status status = Status::Clean;
     ErrorHistogram histogram;
     Diagnostics findings; // merge findings (replica disagreement, holes) for this tensor
+    InvalidReason invalid; // for invalid tensors
+    std::vector<ShapeSignature> signatures; // the error's shape, for divergent tensors
+    BugClassHint hint;                      // for divergent tensors; may be empty
 };
 
 enum class Origin { None, Introduced, Inherited };
@@ -61,6 +86,20 @@ struct DiffSummary {
     bool clean = true;
 };
 
+// The first finding on the run's timeline: ordered by (iteration, phase, micro-batch, execution
+// order within the phase: forward in module order, backward in reverse), then descended into
+// the first divergent submodule of that module.
+struct FirstDivergence {
+    std::int64_t iteration = 0;
+    Phase phase = Phase::Forward;
+    std::int64_t microBatch = 0;
+    std::string module;
+    TensorKind kind = TensorKind::ForwardOutput;
+    std::vector<int> ranks;     // candidate ranks whose pieces carry the error
+    std::size_t tensor = 0;     // index into DiffResult::tensors
+    std::vector<std::string> alsoInPhase; // other modules diverging in the same phase step
+};
+
 struct DiffResult {
     DiffSummary summary;
     std::vector<TensorResult> tensors; // sorted by module execution order, then id
@@ -68,6 +107,8 @@ struct DiffResult {
     // First divergent module in forward order (activations) and in backward order (gradients).
     std::optional<std::string> firstForwardDivergence;
     std::optional<std::string> firstBackwardDivergence;
+    std::optional<FirstDivergence> firstDivergence; // the first on the timeline
+    std::vector<std::size_t> timeline; // flagged tensors (indices) in timeline order
     Diagnostics diagnostics; // problems opening/merging bundles
     bool cancelled = false;
 

@@ -55,6 +55,9 @@ std::string shapeToString(const Shape& shape);
 
 // Returns why the placement cannot apply to a local tensor of `localShape`, or nothing.
 std::optional<std::string> checkPlacement(const Placement& placement, const Shape& localShape);
+// Whether every box / flat range lies inside the global shape (the "placement-outside" kind of
+// problem, as opposed to a malformed placement).
+bool withinGlobalShape(const Placement& placement);
 
 // Calls fn(localFlatIndex, globalFlatIndex, count) for each contiguous run of elements the
 // placement maps (row-major). Runs let callers copy whole rows instead of single elements.

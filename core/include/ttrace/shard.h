@@ -14,6 +14,11 @@ struct ShardRef {
     DType dtype = DType::Float32;
     Shape localShape;
     Placement placement;
+    // Optional dataset attributes the capture writes when it inferred the layout: how it did
+    // (`layout_note`) and the `ttrace.capture.annotate(...)` line that would state it instead
+    // (`annotate_hint`). Empty in older bundles.
+    std::string layoutNote;
+    std::string annotateHint;
 
     [[nodiscard]] std::int64_t elements() const { return elementCount(localShape); }
     [[nodiscard]] std::int64_t bytes() const {

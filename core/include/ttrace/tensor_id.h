@@ -27,6 +27,21 @@ std::string_view tensorKindName(TensorKind kind);
 // Gradients flow from the loss backwards; their first divergence is searched in reverse order.
 bool isBackwardKind(TensorKind kind);
 
+// The phases of one training iteration, in the order they run. Every finding is placed on this
+// timeline: (iteration, phase, micro-batch, execution order within the phase).
+enum class Phase {
+    Forward,       // forward_input, forward_output, parameter (as the forward reads it)
+    Backward,      // output_grad, input_grad, param_grad
+    GradReduction, // main_grad: gradients after the data/model-parallel reductions
+    OptimizerStep, // param_after_step, optimizer_state
+};
+Phase phaseOf(TensorKind kind);
+// "forward", "backward", "gradient_reduction", "optimizer_step".
+std::string_view phaseName(Phase phase);
+// "forward", "backward", "gradient reduction", "optimizer step".
+std::string_view phaseLabel(Phase phase);
+std::optional<Phase> parsePhase(std::string_view name);
+
 struct TensorId {
     std::string variant = "nominal";
     std::int64_t iteration = 0;

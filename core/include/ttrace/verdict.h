@@ -10,17 +10,19 @@
 
 namespace ttrace {
 
-// A module's output ratio must exceed its worst input ratio by this factor before a module
-// whose inputs already diverge is said to introduce (rather than inherit) the divergence.
+// A module introduces a divergence only when its output ratio exceeds this factor times its
+// worst input ratio: an inherited error passes through a module at up to ~1.3x its input
+// ratio (docs/tolerance.md, "Introduced here or inherited"), so what the inputs cannot explain
+// is beyond that with a margin.
 inline constexpr double kIntroducedFactor = 10.0;
 
 // error / tolerance; 0 when both are 0; +inf when only the tolerance is 0 (exact comparison).
 double toleranceRatio(double error, double tolerance);
 // Clean when ratio <= 1, Divergent above (including +inf).
 Status verdictFor(double ratio);
-// Introduced when the output diverges and the inputs are clean, or the output ratio exceeds
-// kIntroducedFactor times the input ratio; Inherited when the output diverges otherwise; None
-// when the output is clean.
+// Introduced when the output diverges (ratio > 1) by more than kIntroducedFactor times the
+// input ratio (clean inputs included: an output at 1.004 after inputs at 0.98 is explained by
+// them); Inherited when the output diverges otherwise; None when the output is clean.
 Origin classifyOrigin(double inputRatio, double outputRatio);
 
 // Sorts result.tensors by module execution order, builds result.modules (execution order of
@@ -28,8 +30,18 @@ Origin classifyOrigin(double inputRatio, double outputRatio);
 // origins, fills the first divergences and the summary counts. Tensor statuses must be set.
 void assembleVerdicts(DiffResult& result, const std::vector<ModuleInfo>& modules);
 
-// Indices of the `count` worst tensors: invalid ones first, then by descending ratio (ties in
-// tensor order). Clean tensors are included, so a clean run still shows its closest calls.
+// The run's verdict in one word, and the exit status of `ttrace diff` and the explorer's
+// headless mode: invalid (2) when any tensor is invalid or missing, a bundle has errors or the
+// diff was cancelled, even if others diverge; divergent (1) when some tensor diverges and all
+// are valid; clean (0) otherwise.
+enum class RunVerdict { Clean, Divergent, Invalid };
+RunVerdict runVerdict(const DiffResult& result);
+std::string_view runVerdictName(RunVerdict verdict);
+int exitCodeFor(const DiffResult& result);
+
+// Indices of the `count` worst tensors: invalid, then missing ones first, then by descending
+// ratio (ties in tensor order). Clean tensors are included, so a clean run still shows its
+// closest calls.
 std::vector<std::size_t> worstTensors(const DiffResult& result, std::size_t count);
 
 } // namespace ttrace

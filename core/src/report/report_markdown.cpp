@@ -27,6 +27,62 @@ std::string cell(std::string text) {
     return text;
 }
 
+std::string rankText(const std::vector<int>& ranks) {
+    std::string out;
+    for (std::size_t i = 0; i < ranks.size(); ++i) {
+        out += (i ? ", " : "") + std::to_string(ranks[i]);
+    }
+    return out.empty() ? "-" : out;
+}
+
+void appendFirstDivergence(std::ostringstream& md, const DiffResult& r) {
+    md << "## First divergence\n\n";
+    if (!r.firstDivergence) {
+        md << "None.\n\n";
+        return;
+    }
+    const auto& f = *r.firstDivergence;
+    const auto& t = r.tensors[f.tensor];
+    md << "| | |\n|---|---|\n";
+    md << "| iteration | " << f.iteration << " |\n";
+    md << "| phase | " << phaseLabel(f.phase) << " |\n";
+    md << "| module | `" << f.module << "` |\n";
+    md << "| tensor | `" << cell(t.id.label()) << "` (ratio " << formatNumber(t.ratio) << ") |\n";
+    md << "| ranks carrying the error | " << rankText(f.ranks) << " |\n";
+    if (!f.alsoInPhase.empty()) {
+        std::string also;
+        for (const auto& m : f.alsoInPhase) {
+            also += (also.empty() ? "`" : ", `") + m + "`";
+        }
+        md << "| also diverging in this phase | " << also << " |\n";
+    }
+    for (const auto& sig : t.signatures) {
+        md << "| error shape | " << cell(sig.summary) << " (" << cell(sig.evidence) << ") |\n";
+    }
+    if (!t.hint.text.empty()) {
+        md << "| likely bug class | "
+           << (t.hint.bugClass.empty() ? "" : "`" + t.hint.bugClass + "`: ") << cell(t.hint.text)
+           << " |\n";
+    }
+    md << "\n";
+}
+
+void appendInvalid(std::ostringstream& md, const DiffResult& r) {
+    bool any = false;
+    for (const auto i : r.timeline) {
+        const auto& t = r.tensors[i];
+        if (severity(t.status) <= severity(Status::Divergent)) {
+            continue;
+        }
+        if (!any) {
+            md << "\n## Invalid or missing tensors\n\n| tensor | status | why |\n|---|---|---|\n";
+            any = true;
+        }
+        md << "| `" << cell(t.id.label()) << "` | " << statusName(t.status) << " | "
+           << cell(t.invalid.toString()) << " |\n";
+    }
+}
+
 } // namespace
 
 std::string formatNumber(double value) {
@@ -52,7 +108,13 @@ std::string formatNumber(double value) {
 std::string diffResultToMarkdown(const DiffResult& r, const MarkdownOptions& options) {
     const auto& s = r.summary;
     std::ostringstream md;
-    md << "# TTrace diff: " << (s.clean ? "clean" : "DIVERGENT") << "\n\n";
+    const auto verdict = runVerdict(r);
+    md << "# TTrace diff: "
+       << (verdict == RunVerdict::Clean       ? "clean"
+           : verdict == RunVerdict::Divergent ? "DIVERGENT"
+                                              : "INVALID")
+       << "\n\n";
+    appendFirstDivergence(md, r);
     md << "| | |\n|---|---|\n";
     md << "| reference | `" << s.referenceDir << "` (" << s.referenceRanks << " rank"
        << (s.referenceRanks == 1 ? "" : "s") << ", " << s.perturbedVariants
@@ -91,11 +153,13 @@ std::string diffResultToMarkdown(const DiffResult& r, const MarkdownOptions& opt
           "|\n|---|---|---:|---:|---:|---|---|\n";
     for (const auto i : worstTensors(r, options.worstTensors)) {
         const auto& t = r.tensors[i];
-        md << "| `" << cell(t.id.label()) << "` | " << statusName(t.status) << " | "
-           << formatNumber(t.metrics.relError) << " | " << formatNumber(t.tolerance.value) << " | "
+        md << "| `" << cell(t.id.label()) << "` | " << statusName(t.status)
+           << (t.signatures.empty() ? "" : " (" + cell(t.signatures.front().summary) + ")")
+           << " | " << formatNumber(t.metrics.relError) << " | " << formatNumber(t.tolerance.value) << " | "
            << formatNumber(t.ratio) << " | " << t.tolerance.source << " | " << cell(t.placement)
            << " |\n";
     }
+    appendInvalid(md, r);
     Diagnostics all = r.diagnostics;
     for (const auto& t : r.tensors) {
         for (const auto& f : t.findings) {

@@ -1,4 +1,4 @@
-#include "h5_handle.h"
+#include "io/h5_handle.h"
 
 #include <fstream>
 

@@ -1,6 +1,6 @@
 #include "ttrace/metrics.h"
 
-#include "metric_sums.h"
+#include "compare/metric_sums.h"
 
 #include <algorithm>
 #include <cmath>

@@ -43,6 +43,51 @@ bool isBackwardKind(TensorKind kind) {
            kind == TensorKind::ParamGrad || kind == TensorKind::MainGrad;
 }
 
+Phase phaseOf(TensorKind kind) {
+    switch (kind) {
+    case TensorKind::ForwardInput:
+    case TensorKind::ForwardOutput:
+    case TensorKind::Parameter: return Phase::Forward;
+    case TensorKind::OutputGrad:
+    case TensorKind::InputGrad:
+    case TensorKind::ParamGrad: return Phase::Backward;
+    case TensorKind::MainGrad: return Phase::GradReduction;
+    case TensorKind::ParamAfterStep:
+    case TensorKind::OptimizerState: return Phase::OptimizerStep;
+    }
+    return Phase::Forward;
+}
+
+std::string_view phaseName(Phase phase) {
+    switch (phase) {
+    case Phase::Forward: return "forward";
+    case Phase::Backward: return "backward";
+    case Phase::GradReduction: return "gradient_reduction";
+    case Phase::OptimizerStep: return "optimizer_step";
+    }
+    return "unknown";
+}
+
+std::string_view phaseLabel(Phase phase) {
+    switch (phase) {
+    case Phase::Forward: return "forward";
+    case Phase::Backward: return "backward";
+    case Phase::GradReduction: return "gradient reduction";
+    case Phase::OptimizerStep: return "optimizer step";
+    }
+    return "unknown";
+}
+
+std::optional<Phase> parsePhase(std::string_view name) {
+    for (const Phase p :
+         {Phase::Forward, Phase::Backward, Phase::GradReduction, Phase::OptimizerStep}) {
+        if (phaseName(p) == name) {
+            return p;
+        }
+    }
+    return std::nullopt;
+}
+
 std::string TensorId::path() const {
     std::string mb = microBatch < 0 ? std::string("all") : std::to_string(microBatch);
     return "/" + variant + "/iter_" + std::to_string(iteration) + "/mb_" + mb + "/" + module + "/" +

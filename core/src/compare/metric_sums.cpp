@@ -1,4 +1,4 @@
-#include "metric_sums.h"
+#include "compare/metric_sums.h"
 
 #include <Eigen/Core>
 #include <tbb/blocked_range.h>

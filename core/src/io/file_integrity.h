@@ -12,8 +12,19 @@ namespace ttrace {
 // CRC-32 (zlib's polynomial) of the file's bytes, or nothing if it cannot be read.
 std::optional<std::uint32_t> fileCrc32(const std::filesystem::path& file);
 
+enum class IntegrityFailure {
+    Unreadable, // the file's size or bytes cannot be read
+    WrongSize,  // shorter (truncated) or longer than written
+    WrongCrc,   // same size, other bytes: damaged in copying
+};
+
+struct IntegrityProblem {
+    IntegrityFailure kind = IntegrityFailure::Unreadable;
+    std::string message; // completes "<file> ...", e.g. "is truncated: 10 bytes, ..."
+};
+
 // Why the file does not match the recorded size/CRC-32 (either may be absent), or nothing.
-std::optional<std::string> checkFileIntegrity(const std::filesystem::path& file,
+std::optional<IntegrityProblem> checkFileIntegrity(const std::filesystem::path& file,
                                               std::int64_t expectedSize,
                                               std::optional<std::uint32_t> expectedCrc);
 

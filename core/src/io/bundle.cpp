@@ -1,7 +1,7 @@
 #include "ttrace/bundle.h"
 
-#include "h5_handle.h"
-#include "shard_index.h"
+#include "io/h5_handle.h"
+#include "io/shard_index.h"
 #include "ttrace/bundle_error.h"
 
 #include <map>

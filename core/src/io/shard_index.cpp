@@ -1,7 +1,7 @@
-#include "shard_index.h"
+#include "io/shard_index.h"
 
-#include "file_integrity.h"
-#include "h5_handle.h"
+#include "io/file_integrity.h"
+#include "io/h5_handle.h"
 
 #include <array>
 #include <mutex>
@@ -46,8 +46,15 @@ bool storageMatches(hid_t type, DType dtype) {
     return false;
 }
 
+// A placement that cannot be used: its problem kind (a diagnostic code) and message.
+struct PlacementError {
+    const char* code = "bad-placement";
+    std::string message;
+};
+
 std::optional<Placement> readPlacement(hid_t dataset, const Shape& localShape, bool isScalar,
-                                       std::string& error) {
+                                       PlacementError& failure) {
+    std::string& error = failure.message;
     Placement p;
     p.isScalar = isScalar;
     const auto globalShape = h5::readIntArrayAttr(dataset, "global_shape");
@@ -113,6 +120,7 @@ std::optional<Placement> readPlacement(hid_t dataset, const Shape& localShape, b
         return std::nullopt;
     }
     if (auto problem = checkPlacement(p, localShape)) {
+        failure.code = withinGlobalShape(p) ? "bad-placement" : "placement-outside";
         error = "placement " + *problem;
         return std::nullopt;
     }
@@ -186,14 +194,15 @@ void indexDataset(hid_t file, const char* name, VisitState& state) {
         shard.localShape.push_back(static_cast<std::int64_t>(dims[static_cast<std::size_t>(d)]));
     }
     const bool isScalar = h5::readIntAttr(dataset.get(), "is_scalar").value_or(0) != 0;
-    std::string error;
+    PlacementError error;
     auto placement = readPlacement(dataset.get(), shard.localShape, isScalar, error);
     if (!placement) {
-        fail(error.find("outside") != std::string::npos ? "placement-outside" : "bad-placement",
-             error);
+        fail(error.code, error.message);
         return;
     }
     shard.placement = std::move(*placement);
+    shard.layoutNote = h5::readStringAttr(dataset.get(), "layout_note").value_or("");
+    shard.annotateHint = h5::readStringAttr(dataset.get(), "annotate_hint").value_or("");
     state.index->bytes += shard.bytes();
     state.index->shards.push_back({std::move(id), std::move(shard)});
 }
@@ -216,93 +225,87 @@ hid_t memoryTypeFor(DType dtype) {
     return H5T_NATIVE_UINT8;
 }
 
-RankFileIndex indexRankFile(const std::filesystem::path& bundleDir, const Manifest& manifest,
-                            const RankEntry& entry, Diagnostics& out) {
-    RankFileIndex index;
-    const auto file = bundleDir / entry.file;
-    const auto loc = where(file, entry.rank);
+namespace {
+
+const char* integrityCode(IntegrityFailure kind) {
+    switch (kind) {
+    case IntegrityFailure::Unreadable: return "unreadable-file";
+    case IntegrityFailure::WrongSize: return "truncated-file";
+    case IntegrityFailure::WrongCrc: return "damaged-file";
+    }
+    return "damaged-file";
+}
+
+// Before HDF5 parses anything: the file exists, is HDF5 and has the recorded size and CRC-32.
+// Caller holds the HDF5 API mutex.
+bool fileLooksIntact(const std::filesystem::path& file, const Manifest& manifest,
+                     const RankEntry& entry, const std::string& loc, Diagnostics& out) {
     std::error_code ec;
     if (!std::filesystem::exists(file, ec)) {
         out.push_back(makeError("missing-rank-file", loc,
                                 "rank " + std::to_string(entry.rank) + ": " + entry.file +
                                     " is missing (the manifest lists " +
                                     std::to_string(manifest.worldSize) + " ranks)"));
-        return index;
+        return false;
     }
-    const std::lock_guard lock(h5::apiMutex());
-    h5::silenceErrorPrinting();
     switch (h5::checkSignature(file.string())) {
     case h5::SignatureCheck::Unreadable:
         out.push_back(makeError("unreadable-file", loc, entry.file + " cannot be read"));
-        return index;
+        return false;
     case h5::SignatureCheck::NotHdf5:
         out.push_back(makeError("not-hdf5", loc, entry.file + " is not an HDF5 file"));
-        return index;
+        return false;
     case h5::SignatureCheck::IsHdf5: break;
     }
     if (auto problem = checkFileIntegrity(file, entry.fileSize, entry.crc32)) {
-        out.push_back(makeError(problem->find("damaged") != std::string::npos ? "damaged-file"
-                                                                              : "truncated-file",
-                                loc, entry.file + " " + *problem));
-        return index;
+        out.push_back(
+            makeError(integrityCode(problem->kind), loc, entry.file + " " + problem->message));
+        return false;
     }
-    h5::File handle(H5Fopen(file.string().c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
-    if (!handle) {
-        const auto reason = h5::lastErrorMessage();
-        out.push_back(makeError("damaged-file", loc,
-                                entry.file + " cannot be opened by HDF5 (" + reason +
-                                    "); the file is truncated or damaged, copy it again"));
-        return index;
-    }
-    const hid_t root = handle.get();
+    return true;
+}
+
+// The root attributes: format and version must match (else nothing is indexed); rank, world
+// size and role mismatches are reported and indexing goes on.
+bool rootMatches(hid_t root, const Manifest& manifest, const RankEntry& entry,
+                 const std::string& loc, Diagnostics& out) {
     const auto format = h5::readStringAttr(root, "format");
     const auto version = h5::readIntAttr(root, "format_version");
     if (format.value_or("") != "ttrace-bundle") {
         out.push_back(makeError("bad-format", loc, "root attribute format is not 'ttrace-bundle'"));
-        return index;
+        return false;
     }
     if (version.value_or(-1) != kFormatVersion) {
         out.push_back(makeError("unknown-version", loc,
                                 "format_version " + std::to_string(version.value_or(-1)) +
                                     " is not supported (expected " +
                                     std::to_string(kFormatVersion) + ")"));
-        return index;
+        return false;
     }
-    const auto rank = h5::readIntAttr(root, "rank");
-    if (rank.value_or(-1) != entry.rank) {
+    const auto rank = h5::readIntAttr(root, "rank").value_or(-1);
+    if (rank != entry.rank) {
         out.push_back(makeError("rank-attr-mismatch", loc,
-                                "the file says rank " + std::to_string(rank.value_or(-1)) +
+                                "the file says rank " + std::to_string(rank) +
                                     " but the manifest lists it as rank " +
                                     std::to_string(entry.rank)));
     }
-    const auto worldSize = h5::readIntAttr(root, "world_size");
-    if (worldSize.value_or(-1) != manifest.worldSize) {
+    const auto worldSize = h5::readIntAttr(root, "world_size").value_or(-1);
+    if (worldSize != manifest.worldSize) {
         out.push_back(makeError("rank-attr-mismatch", loc,
-                                "the file says world_size " +
-                                    std::to_string(worldSize.value_or(-1)) + ", the manifest " +
-                                    std::to_string(manifest.worldSize)));
+                                "the file says world_size " + std::to_string(worldSize) +
+                                    ", the manifest " + std::to_string(manifest.worldSize)));
     }
-    const auto role = h5::readStringAttr(root, "role");
-    if (role.value_or("") != manifest.role) {
+    const auto role = h5::readStringAttr(root, "role").value_or("");
+    if (role != manifest.role) {
         out.push_back(makeError("rank-attr-mismatch", loc,
-                                "the file says role '" + role.value_or("") + "', the manifest '" +
+                                "the file says role '" + role + "', the manifest '" +
                                     manifest.role + "'"));
     }
-    VisitState state{&file, entry.rank, &index, &out};
-    const herr_t status = H5Ovisit2(
-        root, H5_INDEX_NAME, H5_ITER_INC,
-        [](hid_t obj, const char* name, const H5O_info_t* info, void* data) -> herr_t {
-            if (info->type == H5O_TYPE_DATASET) {
-                indexDataset(obj, name, *static_cast<VisitState*>(data));
-            }
-            return 0;
-        },
-        &state, H5O_INFO_BASIC);
-    if (status < 0) {
-        out.push_back(makeError("damaged-file", loc,
-                                "walking the file failed (" + h5::lastErrorMessage() +
-                                    "); the file is truncated or damaged"));
-    }
+    return true;
+}
+
+void checkCounts(const RankEntry& entry, const RankFileIndex& index, const std::string& loc,
+                 Diagnostics& out) {
     const auto count = static_cast<std::int64_t>(index.shards.size());
     if (entry.tensors >= 0 && entry.tensors != count) {
         out.push_back(makeError("tensor-count-mismatch", loc,
@@ -315,6 +318,47 @@ RankFileIndex indexRankFile(const std::filesystem::path& bundleDir, const Manife
                                     " bytes of tensor data, the manifest records " +
                                     std::to_string(entry.bytes)));
     }
+}
+
+} // namespace
+
+RankFileIndex indexRankFile(const std::filesystem::path& bundleDir, const Manifest& manifest,
+                            const RankEntry& entry, Diagnostics& out) {
+    RankFileIndex index;
+    const auto file = bundleDir / entry.file;
+    const auto loc = where(file, entry.rank);
+    const std::lock_guard lock(h5::apiMutex());
+    h5::silenceErrorPrinting();
+    if (!fileLooksIntact(file, manifest, entry, loc, out)) {
+        return index;
+    }
+    h5::File handle(H5Fopen(file.string().c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
+    if (!handle) {
+        const auto reason = h5::lastErrorMessage();
+        out.push_back(makeError("damaged-file", loc,
+                                entry.file + " cannot be opened by HDF5 (" + reason +
+                                    "); the file is truncated or damaged, copy it again"));
+        return index;
+    }
+    if (!rootMatches(handle.get(), manifest, entry, loc, out)) {
+        return index;
+    }
+    VisitState state{&file, entry.rank, &index, &out};
+    const herr_t status = H5Ovisit2(
+        handle.get(), H5_INDEX_NAME, H5_ITER_INC,
+        [](hid_t obj, const char* name, const H5O_info_t* info, void* data) -> herr_t {
+            if (info->type == H5O_TYPE_DATASET) {
+                indexDataset(obj, name, *static_cast<VisitState*>(data));
+            }
+            return 0;
+        },
+        &state, H5O_INFO_BASIC);
+    if (status < 0) {
+        out.push_back(makeError("damaged-file", loc,
+                                "walking the file failed (" + h5::lastErrorMessage() +
+                                    "); the file is truncated or damaged"));
+    }
+    checkCounts(entry, index, loc, out);
     index.usable = true;
     return index;
 }

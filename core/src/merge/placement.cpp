@@ -1,5 +1,7 @@
 #include "ttrace/placement.h"
 
+#include <algorithm>
+
 #include <sstream>
 
 namespace ttrace {
@@ -133,6 +135,25 @@ std::optional<std::string> checkPlacement(const Placement& placement, const Shap
         }
     }
     return std::nullopt;
+}
+
+bool withinGlobalShape(const Placement& placement) {
+    if (placement.kind == PlacementKind::Flat) {
+        const std::int64_t globalN = elementCount(placement.globalShape);
+        return std::all_of(placement.ranges.begin(), placement.ranges.end(),
+                           [globalN](const FlatRange& r) {
+                               return r.globalOffset >= 0 && r.globalOffset + r.length <= globalN;
+                           });
+    }
+    for (const auto& box : placement.boxes) {
+        for (std::size_t d = 0; d < box.dims.size() && d < placement.globalShape.size(); ++d) {
+            const auto& s = box.dims[d];
+            if (s.globalStart < 0 || s.globalStart + s.length > placement.globalShape[d]) {
+                return false;
+            }
+        }
+    }
+    return true;
 }
 
 void forEachRun(const Placement& placement, const Shape& localShape,

@@ -1,5 +1,5 @@
 // openBundle: manifest, then every rank file, then cross-rank consistency of each tensor.
-#include "shard_index.h"
+#include "io/shard_index.h"
 #include "ttrace/bundle.h"
 
 #include <set>

@@ -1,4 +1,4 @@
-#include "file_integrity.h"
+#include "io/file_integrity.h"
 
 #include <zlib.h>
 
@@ -28,31 +28,36 @@ std::optional<std::uint32_t> fileCrc32(const std::filesystem::path& file) {
     return static_cast<std::uint32_t>(crc);
 }
 
-std::optional<std::string> checkFileIntegrity(const std::filesystem::path& file,
+std::optional<IntegrityProblem> checkFileIntegrity(const std::filesystem::path& file,
                                               std::int64_t expectedSize,
                                               std::optional<std::uint32_t> expectedCrc) {
     std::error_code ec;
     const auto size = static_cast<std::int64_t>(std::filesystem::file_size(file, ec));
     if (ec) {
-        return "its size cannot be read (" + ec.message() + ")";
+        return IntegrityProblem{IntegrityFailure::Unreadable,
+                                "its size cannot be read (" + ec.message() + ")"};
     }
     if (expectedSize >= 0 && size != expectedSize) {
-        return std::string(size < expectedSize ? "is truncated" : "is longer than written") + ": " +
-               std::to_string(size) + " bytes, the manifest records " +
-               std::to_string(expectedSize) + "; copy it again";
+        return IntegrityProblem{
+            IntegrityFailure::WrongSize,
+            std::string(size < expectedSize ? "is truncated" : "is longer than written") + ": " +
+                std::to_string(size) + " bytes, the manifest records " +
+                std::to_string(expectedSize) + "; copy it again"};
     }
     if (!expectedCrc) {
         return std::nullopt;
     }
     const auto crc = fileCrc32(file);
     if (!crc) {
-        return "it cannot be read";
+        return IntegrityProblem{IntegrityFailure::Unreadable, "cannot be read"};
     }
     if (*crc != *expectedCrc) {
         char text[64];
         std::snprintf(text, sizeof text, "CRC-32 %08x, the manifest records %08x", *crc,
                       *expectedCrc);
-        return std::string("is damaged: ") + text + " (bytes changed in copying?); copy it again";
+        return IntegrityProblem{IntegrityFailure::WrongCrc,
+                                std::string("is damaged: ") + text +
+                                    " (bytes changed in copying?); copy it again"};
     }
     return std::nullopt;
 }

@@ -90,9 +90,11 @@ const ModuleInfo* Manifest::findModule(const std::string& name) const {
     return nullptr;
 }
 
-std::optional<Manifest> readManifest(const std::filesystem::path& bundleDir, Diagnostics& out) {
+namespace {
+
+// The document itself: a directory with a manifest.json that parses as JSON.
+std::optional<json> parseManifestFile(const std::filesystem::path& bundleDir, Diagnostics& out) {
     const auto path = bundleDir / "manifest.json";
-    const std::string where = path.string();
     std::error_code ec;
     if (!std::filesystem::is_directory(bundleDir, ec)) {
         out.push_back(makeError("not-a-bundle", bundleDir.string(),
@@ -102,18 +104,22 @@ std::optional<Manifest> readManifest(const std::filesystem::path& bundleDir, Dia
     }
     std::ifstream in(path);
     if (!in) {
-        out.push_back(makeError("missing-manifest", where,
+        out.push_back(makeError("missing-manifest", path.string(),
                                 "manifest.json is missing or unreadable; is this a trace bundle?"));
         return std::nullopt;
     }
-    json root;
     try {
-        root = json::parse(in);
+        return json::parse(in);
     } catch (const json::parse_error& e) {
-        out.push_back(makeError("bad-manifest", where,
+        out.push_back(makeError("bad-manifest", path.string(),
                                 "manifest.json is not valid JSON (" + std::string(e.what()) + ")"));
         return std::nullopt;
     }
+}
+
+// Format, version and the scalar fields; nothing when the document cannot be a manifest.
+std::optional<Manifest> readTopFields(const json& root, const std::string& where,
+                                      Diagnostics& out) {
     FieldReader top(root, where, out);
     const auto format = top.required<std::string>("format");
     const auto version = top.required<int>("format_version");
@@ -147,77 +153,96 @@ std::optional<Manifest> readManifest(const std::filesystem::path& bundleDir, Dia
     if (top.failed()) {
         return std::nullopt;
     }
-    if (m.role != "reference" && m.role != "candidate") {
-        out.push_back(makeError("manifest-field", where,
-                                "role is '" + m.role + "', expected 'reference' or 'candidate'"));
+    return m;
+}
+
+void readModules(const json& root, const std::string& where, Manifest& m, Diagnostics& out) {
+    if (!root.contains("modules") || !root["modules"].is_array()) {
+        return;
     }
-    if (m.variants.empty() || m.variants.front() != "nominal") {
-        out.push_back(makeError("manifest-field", where, "variants must start with 'nominal'"));
+    int order = 0;
+    for (const auto& jm : root["modules"]) {
+        FieldReader fr(jm, where + " modules[" + std::to_string(order) + "]", out);
+        ModuleInfo mi;
+        mi.name = fr.required<std::string>("name").value_or("");
+        mi.order = fr.optional<int>("order", order);
+        mi.depth = fr.optional<int>("depth", 0);
+        mi.type = fr.optional<std::string>("type", "");
+        m.modules.push_back(std::move(mi));
+        ++order;
     }
-    if (root.contains("modules") && root["modules"].is_array()) {
-        int order = 0;
-        for (const auto& jm : root["modules"]) {
-            FieldReader fr(jm, where + " modules[" + std::to_string(order) + "]", out);
-            ModuleInfo mi;
-            mi.name = fr.required<std::string>("name").value_or("");
-            mi.order = fr.optional<int>("order", order);
-            mi.depth = fr.optional<int>("depth", 0);
-            mi.type = fr.optional<std::string>("type", "");
-            m.modules.push_back(std::move(mi));
-            ++order;
+}
+
+std::optional<std::uint32_t> parseCrc(const std::string& crc) {
+    try {
+        std::size_t used = 0;
+        const auto value = std::stoul(crc, &used, 16);
+        if (used == crc.size() && value <= 0xFFFFFFFFUL) {
+            return static_cast<std::uint32_t>(value);
+        }
+    } catch (const std::exception&) {
+    }
+    return std::nullopt;
+}
+
+// One `ranks[index]` entry; nothing when a required field is missing or wrong.
+std::optional<RankEntry> readRankEntry(const json& jr, const std::string& loc, Diagnostics& out) {
+    FieldReader fr(jr, loc, out);
+    RankEntry e;
+    e.rank = fr.required<int>("rank").value_or(-1);
+    e.file = fr.required<std::string>("file").value_or("");
+    e.tensors = fr.optional<std::int64_t>("tensors", -1);
+    e.bytes = fr.optional<std::int64_t>("bytes", -1);
+    e.fileSize = fr.optional<std::int64_t>("file_size", -1);
+    if (const auto crc = fr.optional<std::string>("crc32", ""); !crc.empty()) {
+        e.crc32 = parseCrc(crc);
+        if (!e.crc32) {
+            out.push_back(makeError("manifest-field", loc,
+                                    "rank " + std::to_string(e.rank) + " crc32 '" + crc +
+                                        "' is not 8 hex digits"));
         }
     }
+    if (jr.is_object() && jr.contains("coords")) {
+        e.coords = parseCoords(jr["coords"]);
+    }
+    return fr.failed() ? std::nullopt : std::optional<RankEntry>(std::move(e));
+}
+
+// Why a well-formed entry cannot be used, or empty.
+std::string rankEntryProblem(const RankEntry& e, const Manifest& m, const std::set<int>& seen) {
+    if (e.rank < 0 || e.rank >= m.worldSize) {
+        return "rank " + std::to_string(e.rank) + " is outside world_size " +
+               std::to_string(m.worldSize);
+    }
+    if (seen.contains(e.rank)) {
+        return "rank " + std::to_string(e.rank) + " is listed twice";
+    }
+    if (e.file.find('/') != std::string::npos || e.file.find("..") != std::string::npos) {
+        return "rank " + std::to_string(e.rank) + " file '" + e.file +
+               "' must be a plain file name inside the bundle";
+    }
+    return {};
+}
+
+bool readRanks(const json& root, const std::string& where, Manifest& m, Diagnostics& out) {
     if (!root.contains("ranks") || !root["ranks"].is_array()) {
         out.push_back(makeError("manifest-field", where, "missing field 'ranks' (an array)"));
-        return std::nullopt;
+        return false;
     }
     std::set<int> seen;
+    std::size_t index = 0; // position in the JSON array, so a skipped entry is named right
     for (const auto& jr : root["ranks"]) {
-        FieldReader fr(jr, where + " ranks[" + std::to_string(m.ranks.size()) + "]", out);
-        RankEntry e;
-        e.rank = fr.required<int>("rank").value_or(-1);
-        e.file = fr.required<std::string>("file").value_or("");
-        e.tensors = fr.optional<std::int64_t>("tensors", -1);
-        e.bytes = fr.optional<std::int64_t>("bytes", -1);
-        e.fileSize = fr.optional<std::int64_t>("file_size", -1);
-        if (const auto crc = fr.optional<std::string>("crc32", ""); !crc.empty()) {
-            try {
-                std::size_t used = 0;
-                const auto value = std::stoul(crc, &used, 16);
-                if (used != crc.size() || value > 0xFFFFFFFFUL) {
-                    throw std::invalid_argument(crc);
-                }
-                e.crc32 = static_cast<std::uint32_t>(value);
-            } catch (const std::exception&) {
-                out.push_back(makeError("manifest-field", where,
-                                        "rank " + std::to_string(e.rank) + " crc32 '" + crc +
-                                            "' is not 8 hex digits"));
-            }
-        }
-        if (jr.is_object() && jr.contains("coords")) {
-            e.coords = parseCoords(jr["coords"]);
-        }
-        if (fr.failed()) {
+        const std::string loc = where + " ranks[" + std::to_string(index++) + "]";
+        auto e = readRankEntry(jr, loc, out);
+        if (!e) {
             continue;
         }
-        if (e.rank < 0 || e.rank >= m.worldSize) {
-            out.push_back(makeError("manifest-field", where,
-                                    "rank " + std::to_string(e.rank) + " is outside world_size " +
-                                        std::to_string(m.worldSize)));
+        if (const auto problem = rankEntryProblem(*e, m, seen); !problem.empty()) {
+            out.push_back(makeError("manifest-field", loc, problem));
             continue;
         }
-        if (!seen.insert(e.rank).second) {
-            out.push_back(makeError("manifest-field", where,
-                                    "rank " + std::to_string(e.rank) + " is listed twice"));
-            continue;
-        }
-        if (e.file.find('/') != std::string::npos || e.file.find("..") != std::string::npos) {
-            out.push_back(makeError("manifest-field", where,
-                                    "rank " + std::to_string(e.rank) + " file '" + e.file +
-                                        "' must be a plain file name inside the bundle"));
-            continue;
-        }
-        m.ranks.push_back(std::move(e));
+        seen.insert(e->rank);
+        m.ranks.push_back(std::move(*e));
     }
     for (int r = 0; r < m.worldSize; ++r) {
         if (!seen.contains(r)) {
@@ -226,9 +251,35 @@ std::optional<Manifest> readManifest(const std::filesystem::path& bundleDir, Dia
                                         std::to_string(m.worldSize) + " is not listed in ranks"));
         }
     }
-    std::sort(m.ranks.begin(), m.ranks.end(),
+    return true;
+}
+
+} // namespace
+
+std::optional<Manifest> readManifest(const std::filesystem::path& bundleDir, Diagnostics& out) {
+    const std::string where = (bundleDir / "manifest.json").string();
+    const auto root = parseManifestFile(bundleDir, out);
+    if (!root) {
+        return std::nullopt;
+    }
+    auto m = readTopFields(*root, where, out);
+    if (!m) {
+        return std::nullopt;
+    }
+    if (m->role != "reference" && m->role != "candidate") {
+        out.push_back(makeError("manifest-field", where,
+                                "role is '" + m->role + "', expected 'reference' or 'candidate'"));
+    }
+    if (m->variants.empty() || m->variants.front() != "nominal") {
+        out.push_back(makeError("manifest-field", where, "variants must start with 'nominal'"));
+    }
+    readModules(*root, where, *m, out);
+    if (!readRanks(*root, where, *m, out)) {
+        return std::nullopt;
+    }
+    std::sort(m->ranks.begin(), m->ranks.end(),
               [](const RankEntry& a, const RankEntry& b) { return a.rank < b.rank; });
-    std::sort(m.modules.begin(), m.modules.end(),
+    std::sort(m->modules.begin(), m->modules.end(),
               [](const ModuleInfo& a, const ModuleInfo& b) { return a.order < b.order; });
     return m;
 }

@@ -1,6 +1,6 @@
 #include "ttrace/diff_engine.h"
 
-#include "tensor_comparison.h"
+#include "compare/tensor_comparison.h"
 #include "ttrace/diff_cache.h"
 #include "ttrace/verdict.h"
 
@@ -166,34 +166,65 @@ DiffResult diffBundles(const Bundle& reference, const Bundle& candidate, const D
     return result;
 }
 
-DiffResult diffBundleDirs(const std::filesystem::path& reference,
-                          const std::filesystem::path& candidate, const DiffOptions& options,
-                          const ProgressFn& progress, const TensorResultFn& onTensor) {
-    // The cache is checked before opening: indexing every rank file is most of the cost of a
-    // small diff, and a hit must be instant.
-    if (options.useCache) {
-        if (auto cached = loadCachedDiff(candidate, diffCacheKey(reference, candidate, options))) {
-            replayCached(*cached, progress, onTensor);
-            return std::move(*cached);
-        }
+namespace {
+
+// A cache hit still tells the front end what it is looking at: the manifests alone are cheap.
+std::optional<DiffResult> fromCache(const std::filesystem::path& reference,
+                                    const std::filesystem::path& candidate,
+                                    const DiffOptions& options, const DiffCallbacks& cb) {
+    if (!options.useCache) {
+        return std::nullopt;
     }
-    DiffResult result;
-    result.summary.referenceDir = reference.string();
-    result.summary.candidateDir = candidate.string();
-    // Opening takes the first 10% of the progress bar for each bundle.
-    auto scaled = [&](double offset) {
-        return [&progress, offset](double f, std::string_view what) {
-            return !progress || progress(offset + 0.1 * f, what);
-        };
-    };
-    auto ref = openBundle(reference, scaled(0.0));
-    auto cand = ref.cancelled ? BundleOpenResult{} : openBundle(candidate, scaled(0.1));
+    auto cached = loadCachedDiff(candidate, diffCacheKey(reference, candidate, options));
+    if (!cached) {
+        return std::nullopt;
+    }
+    if (cb.onOpened) {
+        Diagnostics ignored; // a manifest that read fine when the entry was cached
+        const auto ref = readManifest(reference, ignored);
+        const auto cand = readManifest(candidate, ignored);
+        cb.onOpened(ref ? &*ref : nullptr, cand ? &*cand : nullptr, cached->diagnostics);
+    }
+    replayCached(*cached, cb.progress, cb.onTensor);
+    return cached;
+}
+
+Diagnostics sideDiagnostics(BundleOpenResult& ref, BundleOpenResult& cand) {
+    Diagnostics out;
     for (auto* opened : {&ref, &cand}) {
         const std::string side = opened == &ref ? "reference" : "candidate";
         for (auto& d : opened->diagnostics) {
             d.location = side + " " + d.location;
-            result.diagnostics.push_back(std::move(d));
+            out.push_back(std::move(d));
         }
+    }
+    return out;
+}
+
+} // namespace
+
+DiffResult diffBundleDirs(const std::filesystem::path& reference,
+                          const std::filesystem::path& candidate, const DiffOptions& options,
+                          const DiffCallbacks& cb) {
+    // The cache is checked before opening: indexing every rank file is most of the cost of a
+    // small diff, and a hit must be instant.
+    if (auto cached = fromCache(reference, candidate, options, cb)) {
+        return std::move(*cached);
+    }
+    DiffResult result;
+    result.summary.referenceDir = reference.string();
+    result.summary.candidateDir = candidate.string();
+    auto scaled = [&cb](double offset, double width) {
+        return [&cb, offset, width](double f, std::string_view what) {
+            return !cb.progress || cb.progress(offset + width * f, what);
+        };
+    };
+    auto ref = openBundle(reference, scaled(0.0, 0.1));
+    auto cand = ref.cancelled ? BundleOpenResult{} : openBundle(candidate, scaled(0.1, 0.1));
+    result.diagnostics = sideDiagnostics(ref, cand);
+    if (cb.onOpened && !ref.cancelled && !cand.cancelled) {
+        cb.onOpened(ref.bundle ? &ref.bundle->manifest() : nullptr,
+                    cand.bundle ? &cand.bundle->manifest() : nullptr, result.diagnostics);
     }
     if (ref.cancelled || cand.cancelled) {
         result.cancelled = true;
@@ -203,18 +234,20 @@ DiffResult diffBundleDirs(const std::filesystem::path& reference,
         result.summary.clean = false;
         return result;
     }
-    // Bundles with errors are still diffed (tensors that cannot be merged come out invalid),
-    // but such a result is not cached: the problem should be seen again next time.
+    // A result of bundles with errors is not cached: the problem should be seen again.
     DiffOptions inner = options;
     inner.useCache = options.useCache && !hasErrors(result.diagnostics);
-    auto diff = diffBundles(
-        *ref.bundle, *cand.bundle, inner,
-        [&](double f, std::string_view what) { return !progress || progress(0.2 + 0.8 * f, what); },
-        onTensor);
+    auto diff = diffBundles(*ref.bundle, *cand.bundle, inner, scaled(0.2, 0.8), cb.onTensor);
     diff.diagnostics.insert(diff.diagnostics.begin(), result.diagnostics.begin(),
                             result.diagnostics.end());
     diff.summary.clean = diff.summary.clean && !hasErrors(diff.diagnostics);
     return diff;
+}
+
+DiffResult diffBundleDirs(const std::filesystem::path& reference,
+                          const std::filesystem::path& candidate, const DiffOptions& options,
+                          const ProgressFn& progress, const TensorResultFn& onTensor) {
+    return diffBundleDirs(reference, candidate, options, DiffCallbacks{progress, onTensor, {}});
 }
 
 } // namespace ttrace

@@ -1,6 +1,8 @@
-#include "tensor_comparison.h"
+#include "compare/tensor_comparison.h"
 
+#include "ttrace/bug_class.h"
 #include "ttrace/merge.h"
+#include "ttrace/shape_diagnosis.h"
 #include "ttrace/metrics.h"
 #include "ttrace/verdict.h"
 
@@ -56,6 +58,47 @@ std::optional<NoiseFloor> measureFloor(const ComparisonContext& ctx, const Tenso
     return noiseFloor(errors);
 }
 
+// The capture's layout note and annotate hint: the candidate's first, else the reference's.
+void noteLayout(const std::vector<ShardRef>* shards, InvalidReason& out) {
+    for (const auto& s : shards ? *shards : std::vector<ShardRef>{}) {
+        if (out.layoutNote.empty()) {
+            out.layoutNote = s.layoutNote;
+        }
+        if (out.annotateHint.empty()) {
+            out.annotateHint = s.annotateHint;
+        }
+    }
+}
+
+InvalidReason invalidReason(const std::vector<ShardRef>* ref, const std::vector<ShardRef>* cand) {
+    InvalidReason why;
+    if (ref) {
+        why.referenceShape = shapeToString(ref->front().placement.globalShape);
+    }
+    if (cand) {
+        why.candidateShape = shapeToString(cand->front().placement.globalShape);
+        why.candidateLayout =
+            describeShards(*cand) + " (" + cand->front().placement.describe() + ")";
+    }
+    noteLayout(cand, why);
+    noteLayout(ref, why);
+    return why;
+}
+
+ParallelSizes parallelSizes(const Manifest& candidate) {
+    ParallelSizes sizes = candidate.parallel;
+    sizes["micro_batches"] = candidate.microBatches;
+    return sizes;
+}
+
+// The error's shape and the bug class it suggests, for a divergent tensor.
+void diagnose(const ComparisonContext& ctx, const FullTensor& ref, const FullTensor& cand,
+              TensorResult& r) {
+    const auto parallel = parallelSizes(ctx.candidate.manifest());
+    r.signatures = diagnoseShape({ref, cand, r.tolerance.value, parallel, r.findings});
+    r.hint = bugClassHint({r.id, r.signatures, parallel, ctx.reference.manifest().precision});
+}
+
 std::optional<NoiseFloor> carriedFor(const ComparisonContext& ctx, const TensorId& id) {
     const auto state = carriedStateKind(id.kind);
     if (!state) {
@@ -98,6 +141,7 @@ TensorResult compareTensor(const ComparisonContext& ctx, const TensorId& id) {
     r.placement = describeShards(*any);
     if (!refShards || !candShards) {
         r.status = Status::Missing;
+        r.invalid = invalidReason(refShards, candShards);
         r.findings.push_back(makeWarning(
             "missing-tensor", "tensor " + id.path(),
             std::string("only the ") + (refShards ? "reference" : "candidate") + " holds it"));
@@ -107,12 +151,14 @@ TensorResult compareTensor(const ComparisonContext& ctx, const TensorId& id) {
     auto cand = mergeTensor(ctx.candidate, id);
     appendFindings(r.findings, std::move(ref.findings), "reference");
     appendFindings(r.findings, std::move(cand.findings), "candidate");
-    if (!ref.tensor || !cand.tensor) {
+    if (!ref.tensor || !cand.tensor || ref.tensor->shape != cand.tensor->shape) {
         r.status = Status::Invalid;
+        r.invalid = invalidReason(refShards, candShards);
+    }
+    if (!ref.tensor || !cand.tensor) {
         return r;
     }
     if (ref.tensor->shape != cand.tensor->shape) {
-        r.status = Status::Invalid;
         r.findings.push_back(makeError("shape-mismatch", "tensor " + id.path(),
                                        "reference shape " + shapeToString(ref.tensor->shape) +
                                            " vs candidate shape " +
@@ -145,6 +191,9 @@ TensorResult compareTensor(const ComparisonContext& ctx, const TensorId& id) {
         }
     }
     r.status = verdictFor(r.ratio);
+    if (r.status == Status::Divergent) {
+        diagnose(ctx, *ref.tensor, *cand.tensor, r);
+    }
     r.histogram = computeErrorHistogram(*ref.tensor, *cand.tensor, r.tolerance.value);
     return r;
 }

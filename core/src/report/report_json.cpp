@@ -1,5 +1,8 @@
 #include "ttrace/report_json.h"
 
+#include "report/timeline.h"
+#include "ttrace/verdict.h"
+
 #include <nlohmann/json.hpp>
 
 #include <cmath>
@@ -42,6 +45,72 @@ Diagnostics diagnosticsFrom(const json& j) {
         out.push_back(diagnosticFrom(d));
     }
     return out;
+}
+
+json toJson(const ShapeSignature& s) {
+    return {{"kind", signatureKindName(s.kind)}, {"summary", s.summary},
+            {"evidence", s.evidence},           {"factor", num(s.factor)},
+            {"ranks", s.ranks},                 {"indices", s.indices}};
+}
+
+ShapeSignature signatureFrom(const json& j) {
+    ShapeSignature s;
+    for (int k = 0; k <= static_cast<int>(SignatureKind::Transpose); ++k) {
+        if (signatureKindName(static_cast<SignatureKind>(k)) == j.at("kind")) {
+            s.kind = static_cast<SignatureKind>(k);
+        }
+    }
+    s.summary = j.at("summary");
+    s.evidence = j.at("evidence");
+    s.factor = num(j.at("factor"));
+    s.ranks = j.at("ranks").get<std::vector<int>>();
+    s.indices = j.at("indices").get<std::vector<std::int64_t>>();
+    return s;
+}
+
+json toJson(const InvalidReason& w) {
+    if (w.empty()) {
+        return nullptr;
+    }
+    return {{"reference_shape", w.referenceShape}, {"candidate_shape", w.candidateShape},
+            {"candidate_layout", w.candidateLayout}, {"layout_note", w.layoutNote},
+            {"annotate_hint", w.annotateHint},       {"text", w.toString()}};
+}
+
+InvalidReason invalidFrom(const json& j) {
+    InvalidReason w;
+    if (j.is_object()) {
+        w.referenceShape = j.at("reference_shape");
+        w.candidateShape = j.at("candidate_shape");
+        w.candidateLayout = j.at("candidate_layout");
+        w.layoutNote = j.at("layout_note");
+        w.annotateHint = j.at("annotate_hint");
+    }
+    return w;
+}
+
+// Shape diagnosis, bug-class hint and invalid reason (absent in documents of older builds).
+json findingsJson(const TensorResult& t) {
+    json sigs = json::array();
+    for (const auto& s : t.signatures) {
+        sigs.push_back(toJson(s));
+    }
+    json hint = t.hint.text.empty()
+                    ? json(nullptr)
+                    : json{{"bug_class", t.hint.bugClass}, {"text", t.hint.text}};
+    return {{"diagnosis", sigs}, {"hint", hint}, {"invalid_reason", toJson(t.invalid)}};
+}
+
+void readFindings(const json& j, TensorResult& t) {
+    for (const auto& s : j.value("diagnosis", json::array())) {
+        t.signatures.push_back(signatureFrom(s));
+    }
+    if (j.contains("hint") && j.at("hint").is_object()) {
+        t.hint = {j.at("hint").at("bug_class"), j.at("hint").at("text")};
+    }
+    if (j.contains("invalid_reason")) {
+        t.invalid = invalidFrom(j.at("invalid_reason"));
+    }
 }
 
 json toJson(const TensorResult& t) {
@@ -99,6 +168,12 @@ json toJson(const TensorResult& t) {
           {"non_finite", t.histogram.nonFinite}}},
         {"findings", toJson(t.findings)},
     };
+}
+
+json tensorJson(const TensorResult& t) {
+    json j = toJson(t);
+    j.update(findingsJson(t));
+    return j;
 }
 
 Status statusFrom(const std::string& s) {
@@ -166,6 +241,7 @@ TensorResult tensorFrom(const json& j) {
     t.histogram.exactZero = h.at("exact_zero");
     t.histogram.nonFinite = h.at("non_finite");
     t.findings = diagnosticsFrom(j.at("findings"));
+    readFindings(j, t);
     return t;
 }
 
@@ -206,6 +282,30 @@ json optionalName(const std::optional<std::string>& s) {
     return s ? json(*s) : json(nullptr);
 }
 
+// The first divergence on the timeline (docs/diff-json.md, "Timeline"), plus the first
+// forward and backward divergences by module.
+json firstDivergenceJson(const DiffResult& r) {
+    json j = {{"forward", optionalName(r.firstForwardDivergence)},
+              {"backward", optionalName(r.firstBackwardDivergence)}};
+    if (!r.firstDivergence) {
+        for (const char* key : {"iteration", "phase", "micro_batch", "module", "kind", "ranks",
+                                "tensor", "also_in_phase"}) {
+            j[key] = nullptr;
+        }
+        return j;
+    }
+    const auto& f = *r.firstDivergence;
+    j["iteration"] = f.iteration;
+    j["phase"] = phaseName(f.phase);
+    j["micro_batch"] = f.microBatch;
+    j["module"] = f.module;
+    j["kind"] = tensorKindName(f.kind);
+    j["ranks"] = f.ranks;
+    j["tensor"] = f.tensor;
+    j["also_in_phase"] = f.alsoInPhase;
+    return j;
+}
+
 } // namespace
 
 std::string diffResultToJson(const DiffResult& r, bool pretty) {
@@ -226,10 +326,11 @@ std::string diffResultToJson(const DiffResult& r, bool pretty) {
           {"perturbed_variants", s.perturbedVariants},
           {"max_ratio", num(s.maxRatio)},
           {"clean", s.clean},
+          {"verdict", runVerdictName(runVerdict(r))},
+          {"exit_code", exitCodeFor(r)},
           {"cancelled", r.cancelled}}},
-        {"first_divergence",
-         {{"forward", optionalName(r.firstForwardDivergence)},
-          {"backward", optionalName(r.firstBackwardDivergence)}}},
+        {"first_divergence", firstDivergenceJson(r)},
+        {"timeline", r.timeline},
         {"diagnostics", toJson(r.diagnostics)},
     };
     json modules = json::array();
@@ -239,7 +340,7 @@ std::string diffResultToJson(const DiffResult& r, bool pretty) {
     doc["modules"] = std::move(modules);
     json tensors = json::array();
     for (const auto& t : r.tensors) {
-        tensors.push_back(toJson(t));
+        tensors.push_back(tensorJson(t));
     }
     doc["tensors"] = std::move(tensors);
     return doc.dump(pretty ? 1 : -1) + (pretty ? "\n" : "");
@@ -282,6 +383,8 @@ std::optional<DiffResult> diffResultFromJson(std::string_view text, std::string&
         for (const auto& t : doc.at("tensors")) {
             r.tensors.push_back(tensorFrom(t));
         }
+        // The timeline is derived from modules and tensors: rebuilt, not trusted from the file.
+        buildTimeline(r);
         return r;
     } catch (const std::exception& e) {
         error = e.what();

@@ -5,7 +5,7 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
-class TestCli : public QObject {
+class TestExplorerCli : public QObject {
     Q_OBJECT
 private slots:
     void initTestCase() {
@@ -53,5 +53,5 @@ private:
     QString explorer_;
 };
 
-QTEST_GUILESS_MAIN(TestCli)
-#include "test_cli.moc"
+QTEST_GUILESS_MAIN(TestExplorerCli)
+#include "test_explorer_cli.moc"

@@ -1,5 +1,7 @@
 #include "ttrace/verdict.h"
 
+#include "report/timeline.h"
+
 #include <algorithm>
 #include <cstdint>
 #include <limits>
@@ -11,22 +13,16 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-// A module's work in one iteration happens in three causal phases; each has inputs (what it
-// consumes) and outputs (what it produces). Origin is decided in the first phase whose outputs
-// diverge, in the first iteration where the module diverges at all: later iterations inherit
-// everything through the updated parameters.
-enum class Phase { Forward, Backward, Optimizer };
-constexpr Phase kPhases[] = {Phase::Forward, Phase::Backward, Phase::Optimizer};
+// A module's work in one iteration happens in causal phases (the timeline's phases); each has
+// inputs (what it consumes) and outputs (what it produces). Origin is decided in the first
+// phase whose outputs diverge, in the first iteration where the module diverges at all: later
+// iterations inherit everything through the updated parameters.
+constexpr Phase kPhases[] = {Phase::Forward, Phase::Backward, Phase::GradReduction,
+                             Phase::OptimizerStep};
 
 bool isPhaseOutput(Phase phase, TensorKind k) {
-    switch (phase) {
-    case Phase::Forward: return k == TensorKind::ForwardOutput;
-    case Phase::Backward: return k == TensorKind::InputGrad || k == TensorKind::ParamGrad;
-    case Phase::Optimizer:
-        return k == TensorKind::MainGrad || k == TensorKind::ParamAfterStep ||
-               k == TensorKind::OptimizerState;
-    }
-    return false;
+    return phaseOf(k) == phase && k != TensorKind::ForwardInput && k != TensorKind::Parameter &&
+           k != TensorKind::OutputGrad;
 }
 
 // Inputs a module itself holds (parameters also count for every ancestor module).
@@ -37,13 +33,10 @@ bool isPhaseInput(Phase phase, TensorKind k) {
         // Backward consumes the output gradient plus the saved activations and weights.
         return k == TensorKind::OutputGrad || k == TensorKind::ForwardInput ||
                k == TensorKind::Parameter;
-    case Phase::Optimizer: return k == TensorKind::ParamGrad || k == TensorKind::Parameter;
+    case Phase::GradReduction: return k == TensorKind::ParamGrad;
+    case Phase::OptimizerStep: return k == TensorKind::MainGrad || k == TensorKind::Parameter;
     }
     return false;
-}
-
-bool isForwardActivation(TensorKind k) {
-    return k == TensorKind::ForwardInput || k == TensorKind::ForwardOutput;
 }
 
 bool isGradient(TensorKind k) {
@@ -52,8 +45,7 @@ bool isGradient(TensorKind k) {
 }
 
 bool isDescendant(const std::string& child, const std::string& parent) {
-    return child.size() > parent.size() + 1 && child.starts_with(parent) &&
-           child[parent.size()] == '.';
+    return isDescendantModule(child, parent);
 }
 
 bool related(const std::string& a, const std::string& b) {
@@ -154,7 +146,7 @@ private:
         double worst = maxOf(mi, iter, phase, false);
         const TensorKind primary =
             phase == Phase::Forward ? TensorKind::ForwardInput : TensorKind::OutputGrad;
-        bool captured = phase == Phase::Optimizer;
+        bool captured = phase == Phase::GradReduction || phase == Phase::OptimizerStep;
         for (const auto& e : entries_) {
             captured = captured || (e.module == mi && e.iteration == iter && e.kind == primary);
         }
@@ -185,50 +177,6 @@ private:
     std::vector<Entry> entries_;
 };
 
-// First divergent module: earliest iteration, then execution order (forward) or reverse order
-// (backward); then, while a submodule of it also diverges in that iteration, the first such
-// submodule, so a layer whose fc2 is wrong points at fc2, not at the layer.
-std::optional<std::string> firstDivergence(const DiffResult& result, bool backward) {
-    struct Hit {
-        std::int64_t iteration;
-        int order;
-        std::string module;
-    };
-    std::vector<Hit> hits;
-    for (const auto& t : result.tensors) {
-        const bool kindMatches = backward ? isGradient(t.id.kind) : isForwardActivation(t.id.kind);
-        if (t.status == Status::Divergent && kindMatches) {
-            const auto* m = result.module(t.id.module);
-            hits.push_back({t.id.iteration, m ? m->order : 0, t.id.module});
-        }
-    }
-    if (hits.empty()) {
-        return std::nullopt;
-    }
-    auto better = [backward](const Hit& a, const Hit& b) {
-        if (a.iteration != b.iteration) {
-            return a.iteration < b.iteration;
-        }
-        return backward ? a.order > b.order : a.order < b.order;
-    };
-    Hit best = *std::min_element(hits.begin(), hits.end(), better);
-    for (bool descended = true; descended;) {
-        descended = false;
-        const Hit* next = nullptr;
-        for (const auto& h : hits) {
-            if (h.iteration == best.iteration && isDescendant(h.module, best.module) &&
-                (!next || better(h, *next))) {
-                next = &h;
-            }
-        }
-        if (next) {
-            best = *next;
-            descended = true;
-        }
-    }
-    return best.module;
-}
-
 ModuleResult moduleEntry(const std::string& name, const std::string& type, int order, int depth) {
     ModuleResult m;
     m.name = name;
@@ -258,7 +206,7 @@ Origin classifyOrigin(double inputRatio, double outputRatio) {
     if (outputRatio <= 1.0) {
         return Origin::None;
     }
-    if (inputRatio <= 1.0 || outputRatio > kIntroducedFactor * inputRatio) {
+    if (outputRatio > kIntroducedFactor * inputRatio) {
         return Origin::Introduced;
     }
     return Origin::Inherited;
@@ -317,20 +265,11 @@ void assembleVerdicts(DiffResult& result, const std::vector<ModuleInfo>& modules
         case Status::Invalid: ++s.invalid; break;
         }
     }
-    // A module is as bad as its worst tensor: divergent, then invalid, then missing.
-    auto rank = [](Status st) {
-        switch (st) {
-        case Status::Clean: return 0;
-        case Status::Missing: return 1;
-        case Status::Invalid: return 2;
-        case Status::Divergent: return 3;
-        }
-        return 0;
-    };
+    // A module is as bad as its worst tensor, in the one severity order.
     for (auto& m : result.modules) {
         m.status = Status::Clean;
         for (const auto i : m.tensors) {
-            if (rank(result.tensors[i].status) > rank(m.status)) {
+            if (severity(result.tensors[i].status) > severity(m.status)) {
                 m.status = result.tensors[i].status;
             }
         }
@@ -339,26 +278,58 @@ void assembleVerdicts(DiffResult& result, const std::vector<ModuleInfo>& modules
     for (std::size_t i = 0; i < result.modules.size(); ++i) {
         analysis.classify(result.modules[i], i);
     }
-    result.firstForwardDivergence = firstDivergence(result, false);
-    result.firstBackwardDivergence = firstDivergence(result, true);
-    s.clean = s.divergent == 0 && s.invalid == 0 && !hasErrors(result.diagnostics);
+    buildTimeline(result);
+    s.clean = s.divergent == 0 && s.invalid == 0 && s.missing == 0 && !hasErrors(result.diagnostics);
 }
 
 std::vector<std::size_t> worstTensors(const DiffResult& result, std::size_t count) {
-    std::vector<std::size_t> order;
-    for (std::size_t i = 0; i < result.tensors.size(); ++i) {
-        if (result.tensors[i].status != Status::Missing) {
-            order.push_back(i);
-        }
+    std::vector<std::size_t> order(result.tensors.size());
+    for (std::size_t i = 0; i < order.size(); ++i) {
+        order[i] = i;
     }
+    // What cannot be compared comes first (severity order), then the worst ratios.
     auto key = [&](std::size_t i) {
         const auto& t = result.tensors[i];
-        return t.status == Status::Invalid ? kInf : t.ratio;
+        const int uncomparable = severity(t.status) > severity(Status::Divergent)
+                                     ? severity(t.status)
+                                     : 0;
+        return std::make_pair(uncomparable, t.ratio);
     };
     std::stable_sort(order.begin(), order.end(),
                      [&](std::size_t a, std::size_t b) { return key(a) > key(b); });
     order.resize(std::min(order.size(), count));
     return order;
+}
+
+} // namespace ttrace
+
+namespace ttrace {
+
+RunVerdict runVerdict(const DiffResult& r) {
+    const auto& s = r.summary;
+    if (r.cancelled || s.invalid > 0 || s.missing > 0 || hasErrors(r.diagnostics) ||
+        (r.tensors.empty() && !s.clean)) {
+        return RunVerdict::Invalid;
+    }
+    return s.divergent > 0 ? RunVerdict::Divergent : RunVerdict::Clean;
+}
+
+std::string_view runVerdictName(RunVerdict verdict) {
+    switch (verdict) {
+    case RunVerdict::Clean: return "clean";
+    case RunVerdict::Divergent: return "divergent";
+    case RunVerdict::Invalid: return "invalid";
+    }
+    return "invalid";
+}
+
+int exitCodeFor(const DiffResult& result) {
+    switch (runVerdict(result)) {
+    case RunVerdict::Clean: return 0;
+    case RunVerdict::Divergent: return 1;
+    case RunVerdict::Invalid: return 2;
+    }
+    return 2;
 }
 
 } // namespace ttrace

@@ -1,0 +1,151 @@
+"""Verdicts on the bug zoo over several seeds: is the guilty module always "introduced", how many
+other modules are, what shape does the first divergence's error have, and does the bug-class
+hint name the right class?
+
+    python bench/verdict_sweep.py --out DIR [--seeds 1,2,3,4] [--precisions fp32,bf16]
+        [--markdown FILE]
+
+Bundles are kept under DIR and reused: a second run only re-diffs them (with the current
+`ttrace`), so the verdict rules can change without re-running the models.
+
+Counting: a case's *guilty* modules are those its spec's `where` glob names (bench/bug_specs.py;
+for `optimizer: GLOB`, every module matching GLOB); ancestors of a guilty module contain the
+bug and are not counted as others. *Extra* = introduced modules that are neither.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.bug_specs import SPECS, BugSpec
+from bench.zoo_lib import CONFIGS, TTRACE, run_candidate, run_reference
+
+
+def _reference(out: Path, spec: BugSpec, precision: str, seed: int) -> Path:
+    cfg = CONFIGS[spec.config]
+    key = "-".join(cfg.shared).replace("--", "") or "plain"
+    ref = out / f"ref-{key}-{precision}-s{seed}"
+    if not (ref / "manifest.json").exists():
+        run_reference(ref, cfg, precision, seed)
+    return ref
+
+
+def _candidate(out: Path, ref: Path, spec: BugSpec, precision: str, seed: int) -> Path:
+    cand = out / f"{spec.bug}-{precision}-s{seed}"
+    if not (cand / "manifest.json").exists():
+        run_candidate(cand, CONFIGS[spec.config], precision, seed, "--inject", spec.bug, ref=ref)
+    return cand
+
+
+def _guilty(spec: BugSpec, modules: list[str]) -> set[str]:
+    glob = spec.where.removeprefix("optimizer: ")
+    return {m for m in modules if fnmatch.fnmatchcase(m, glob)}
+
+
+def _contains(parent: str, child: str) -> bool:
+    return child.startswith(parent + ".")
+
+
+def judge(spec: BugSpec, report: dict, code: int) -> dict:
+    modules = [m["name"] for m in report["modules"]]
+    introduced = [m["name"] for m in report["modules"] if m["origin"] == "introduced"]
+    guilty = _guilty(spec, modules)
+    extra = [m for m in introduced if m not in guilty and not any(_contains(m, g) for g in guilty)]
+    first = report["first_divergence"]
+    row = {
+        "exit": code,
+        "guilty_introduced": bool(guilty & set(introduced)),
+        "extra": extra,
+        "first": None,
+        "shape": [],
+        "hint": None,
+    }
+    if first.get("module") is not None:
+        t = report["tensors"][first["tensor"]]
+        row["first"] = f"it {first['iteration']} {first['phase']} {first['module']} {first['kind']}"
+        row["shape"] = [s["summary"] for s in t.get("diagnosis", [])]
+        row["hint"] = (t.get("hint") or {}).get("bug_class")
+    return row
+
+
+def diff(ref: Path, cand: Path) -> tuple[int, dict]:
+    out = cand.with_suffix(".json")
+    proc = subprocess.run(
+        [str(TTRACE), "diff", "--no-cache", str(ref), str(cand), "--json", str(out)],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    if proc.returncode not in (0, 1, 2) or not out.exists():
+        raise RuntimeError(f"ttrace diff failed ({proc.returncode}):\n{proc.stderr}")
+    return proc.returncode, json.loads(out.read_text())
+
+
+def main(argv: list[str] | None = None) -> int:
+    a = argparse.ArgumentParser(description=__doc__)
+    a.add_argument("--out", type=Path, required=True)
+    a.add_argument("--seeds", default="1,2,3,4")
+    a.add_argument("--precisions", default="fp32,bf16")
+    a.add_argument("--markdown", type=Path, default=None)
+    args = a.parse_args(argv)
+    seeds = [int(s) for s in args.seeds.split(",")]
+    precs = args.precisions.split(",")
+    args.out.mkdir(parents=True, exist_ok=True)
+    rows = []
+    # Seed-major: a sweep cut short still covers every bug in both precisions.
+    cases = [
+        (seed, spec, p)
+        for seed in seeds
+        for spec in SPECS
+        for p in spec.precisions
+        if (p in precs and p != "fp8") or (p == "fp8" and seed == seeds[0])
+    ]
+    for seed, spec, p in cases:
+        try:
+            ref = _reference(args.out, spec, p, seed)
+            cand = _candidate(args.out, ref, spec, p, seed)
+            code, rep = diff(ref, cand)
+            r = judge(spec, rep, code)
+        except RuntimeError as e:
+            r = {"error": str(e)[-300:]}
+        r.update(bug=spec.bug, precision=p, seed=seed)
+        rows.append(r)
+        print(json.dumps(r), flush=True)
+    table = summarize(rows)
+    print(table)
+    if args.markdown:
+        args.markdown.write_text(table)
+    return 0
+
+
+def summarize(rows: list[dict]) -> str:
+    lines = [
+        "| bug | precision | runs | exit codes | guilty introduced | max extra introduced "
+        "| first divergence (seed 1) | error shape (seed 1) | hint right |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    groups: dict[tuple[str, str], list[dict]] = {}
+    for r in rows:
+        groups.setdefault((r["bug"], r["precision"]), []).append(r)
+    for (bug, prec), rs in groups.items():
+        ok = [r for r in rs if "error" not in r]
+        codes = ",".join(str(r["exit"]) for r in ok) + (" +errors" if len(ok) < len(rs) else "")
+        guilty = sum(r["guilty_introduced"] for r in ok)
+        extra = max((len(r["extra"]) for r in ok), default=0)
+        s1 = ok[0] if ok else {}
+        hint = sum(r["hint"] == bug for r in ok)
+        lines.append(
+            f"| {bug} | {prec} | {len(rs)} | {codes} | {guilty}/{len(ok)} | {extra} "
+            f"| {s1.get('first') or '-'} | {'; '.join(s1.get('shape', [])) or '-'} "
+            f"| {hint}/{len(ok)} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,27 @@
+#pragma once
+// From a divergent tensor's error shape (and where it sits: kind, phase, module, parallel
+// layout) to the bug class of docs/bug-zoo.md that most often produces it. A hint, not proof:
+// localization confirms it.
+#include "ttrace/shape_diagnosis.h"
+#include "ttrace/tensor_id.h"
+
+#include <string>
+#include <vector>
+
+namespace ttrace {
+
+struct BugClassHint {
+    std::string bugClass; // a docs/bug-zoo.md name, e.g. "dp-grad-sum-not-mean"; empty: none
+    std::string text;     // one sentence naming the mechanism
+};
+
+struct HintContext {
+    const TensorId& id;
+    const std::vector<ShapeSignature>& signatures;
+    const ParallelSizes& parallel; // candidate layout, plus "micro_batches"
+    const std::string& precision;  // reference precision recipe
+};
+
+BugClassHint bugClassHint(const HintContext& context);
+
+} // namespace ttrace

@@ -1,0 +1,258 @@
+#include "ttrace/shape_diagnosis.h"
+
+#include "compare/error_slices.h"
+#include "compare/row_signatures.h"
+#include "compare/signature_text.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <set>
+
+namespace ttrace {
+namespace {
+
+// What "explains the error" means: after undoing the signature, what is left is within the
+// tolerance, or at most 5% of the error we started from (BF16 round-off on top of a clean
+// factor must not hide the factor).
+struct Bound {
+    double tolerance;
+    double error;
+    [[nodiscard]] bool explains(double residual) const {
+        return residual <= std::max(tolerance, 0.05 * error);
+    }
+};
+
+// Least-squares factor c minimizing ||cand - c ref|| and the relative residual.
+std::pair<double, double> bestFactor(const std::vector<double>& ref,
+                                     const std::vector<double>& cand) {
+    double rc = 0.0;
+    double rr = 0.0;
+    for (std::size_t i = 0; i < ref.size(); ++i) {
+        rc += ref[i] * cand[i];
+        rr += ref[i] * ref[i];
+    }
+    if (!(rr > 0.0)) {
+        return {0.0, std::numeric_limits<double>::infinity()};
+    }
+    const double c = rc / rr;
+    double res = 0.0;
+    for (std::size_t i = 0; i < ref.size(); ++i) {
+        res += (cand[i] - c * ref[i]) * (cand[i] - c * ref[i]);
+    }
+    return {c, std::sqrt(res / rr) / std::max(std::abs(c), 1e-300)};
+}
+
+std::optional<ShapeSignature> constantFactor(const DiagnosisInput& in, const Bound& bound) {
+    const auto [c, residual] = bestFactor(in.reference.values, in.candidate.values);
+    if (!bound.explains(residual) || std::abs(c - 1.0) <= bound.tolerance) {
+        return std::nullopt;
+    }
+    ShapeSignature s;
+    s.factor = c;
+    const bool flip = std::abs(c + 1.0) < 0.01;
+    s.kind = flip ? SignatureKind::SignFlip : SignatureKind::ConstantFactor;
+    s.summary = flip ? std::string("sign flipped (x-1)")
+                     : "x" + formatFactor(c) + nameFactor(c, in.parallel);
+    s.evidence = "candidate = " + formatFactor(c) + " * reference, relative residual " +
+                 formatFactor(residual);
+    return s;
+}
+
+// Each slice scaled by its own clean factor (a norm taken over one rank's slice only).
+std::optional<ShapeSignature> sliceFactors(const std::vector<ErrorSlice>& slices,
+                                           const DiagnosisInput& in, const Bound& bound) {
+    std::vector<std::pair<int, double>> factors;
+    double lo = std::numeric_limits<double>::infinity();
+    double hi = -lo;
+    for (const auto& s : slices) {
+        if (s.partial) {
+            return std::nullopt;
+        }
+        const auto [c, residual] = bestFactor(gather(in.reference.values, s.global), s.own);
+        if (!bound.explains(residual)) {
+            return std::nullopt;
+        }
+        factors.emplace_back(s.rank, c);
+        lo = std::min(lo, c);
+        hi = std::max(hi, c);
+    }
+    if (factors.size() < 2 || !(hi - lo > 0.01 * std::abs(hi))) {
+        return std::nullopt;
+    }
+    ShapeSignature sig;
+    sig.kind = SignatureKind::SliceFactors;
+    sig.summary = "each slice scaled by its own factor (" + formatFactor(lo) + " to " +
+                  formatFactor(hi) + ")";
+    for (const auto& [rank, c] : factors) {
+        sig.evidence += (sig.evidence.empty() ? "" : ", ") + std::string("rank ") +
+                        std::to_string(rank) + ": x" + formatFactor(c);
+        sig.ranks.push_back(rank);
+    }
+    return sig;
+}
+
+std::optional<ShapeSignature> sliceLocal(const std::vector<ErrorSlice>& slices,
+                                         const DiagnosisInput& in, const Bound& bound) {
+    std::set<int> bad;
+    std::set<int> good;
+    double worstGood = 0.0;
+    double worstBad = 0.0;
+    std::set<std::int64_t> regions;
+    for (const auto& s : slices) {
+        regions.insert(s.firstGlobal);
+        const double e = relDiff(s.own, gather(in.reference.values, s.global));
+        if (e > bound.tolerance) {
+            bad.insert(s.rank);
+            worstBad = std::max(worstBad, e);
+        } else {
+            good.insert(s.rank);
+            worstGood = std::max(worstGood, e);
+        }
+    }
+    // Every slice covering the same elements (sum partials, replicas) says nothing local.
+    if (bad.empty() || good.empty() || regions.size() < 2) {
+        return std::nullopt;
+    }
+    ShapeSignature sig;
+    sig.kind = SignatureKind::SliceLocal;
+    sig.ranks.assign(bad.begin(), bad.end());
+    sig.summary = "error only in the slices of " + rankList(sig.ranks);
+    sig.evidence = "worst slice error there " + formatFactor(worstBad) +
+                   "; every other slice within tolerance (worst " + formatFactor(worstGood) + ")";
+    return sig;
+}
+
+// Distinct regions of equal size along the sharded dimension, in global order.
+std::vector<const ErrorSlice*> distinctRegions(const std::vector<ErrorSlice>& slices) {
+    std::map<std::int64_t, const ErrorSlice*> byStart;
+    for (const auto& s : slices) {
+        byStart.emplace(s.firstGlobal, &s);
+    }
+    std::vector<const ErrorSlice*> out;
+    for (const auto& [start, s] : byStart) {
+        if (!out.empty() && s->global.size() != out.front()->global.size()) {
+            return {};
+        }
+        out.push_back(s);
+    }
+    return out.size() >= 2 && out.size() <= 64 ? out : std::vector<const ErrorSlice*>{};
+}
+
+std::optional<ShapeSignature> slicePermutation(const std::vector<ErrorSlice>& slices,
+                                               const DiagnosisInput& in, const Bound& bound) {
+    const auto regions = distinctRegions(slices);
+    std::vector<std::int64_t> match;
+    std::set<std::int64_t> used;
+    for (const auto* holder : regions) {
+        const auto cand = gather(in.candidate.values, holder->global);
+        std::int64_t best = -1;
+        double bestErr = std::numeric_limits<double>::infinity();
+        for (std::size_t j = 0; j < regions.size(); ++j) {
+            const double e = relDiff(cand, gather(in.reference.values, regions[j]->global));
+            if (e < bestErr) {
+                bestErr = e;
+                best = static_cast<std::int64_t>(j);
+            }
+        }
+        if (!bound.explains(bestErr) || !used.insert(best).second) {
+            return std::nullopt;
+        }
+        match.push_back(best);
+    }
+    if (match.empty() || std::is_sorted(match.begin(), match.end())) {
+        return std::nullopt;
+    }
+    ShapeSignature sig;
+    sig.kind = SignatureKind::SlicePermutation;
+    sig.indices = match;
+    sig.summary = "slices permuted along the sharded dimension: order " + indexList(match);
+    sig.evidence = "slice i of the candidate matches slice order[i] of the reference within "
+                   "tolerance (" +
+                   std::to_string(match.size()) + " slices)";
+    return sig;
+}
+
+std::optional<ShapeSignature> replicasDisagree(const std::vector<ErrorSlice>& slices,
+                                               const Bound& bound) {
+    std::map<std::pair<std::int64_t, std::size_t>, std::vector<const ErrorSlice*>> groups;
+    for (const auto& s : slices) {
+        if (!s.partial) {
+            groups[{s.firstGlobal, s.global.size()}].push_back(&s);
+        }
+    }
+    std::set<int> apart;
+    std::string evidence;
+    for (const auto& [key, members] : groups) {
+        for (std::size_t m = 1; m < members.size(); ++m) {
+            const double d = relDiff(members[m]->own, members.front()->own);
+            if (d > bound.tolerance) {
+                apart.insert(members.front()->rank);
+                apart.insert(members[m]->rank);
+                evidence += (evidence.empty() ? "" : "; ") + std::string("ranks ") +
+                            std::to_string(members.front()->rank) + " and " +
+                            std::to_string(members[m]->rank) + " differ by " + formatFactor(d);
+            }
+        }
+    }
+    if (apart.empty()) {
+        return std::nullopt;
+    }
+    ShapeSignature sig;
+    sig.kind = SignatureKind::ReplicasDisagree;
+    sig.ranks.assign(apart.begin(), apart.end());
+    sig.summary = "replicas disagree across " + rankList(sig.ranks);
+    sig.evidence = evidence;
+    return sig;
+}
+
+} // namespace
+
+std::string_view signatureKindName(SignatureKind kind) {
+    switch (kind) {
+    case SignatureKind::ConstantFactor: return "constant_factor";
+    case SignatureKind::SliceFactors: return "slice_factors";
+    case SignatureKind::SliceLocal: return "slice_local";
+    case SignatureKind::SlicePermutation: return "slice_permutation";
+    case SignatureKind::RowPermutation: return "row_permutation";
+    case SignatureKind::ZeroedRows: return "zeroed_rows";
+    case SignatureKind::ReplicasDisagree: return "replicas_disagree";
+    case SignatureKind::SignFlip: return "sign_flip";
+    case SignatureKind::Transpose: return "transpose";
+    }
+    return "unknown";
+}
+
+std::vector<ShapeSignature> diagnoseShape(const DiagnosisInput& in) {
+    const auto& ref = in.reference.values;
+    const auto& cand = in.candidate.values;
+    const double error = relDiff(cand, ref);
+    if (ref.size() != cand.size() || ref.empty() || !std::isfinite(error) ||
+        error <= in.tolerance) {
+        return {};
+    }
+    const Bound bound{in.tolerance, error};
+    const auto slices = errorSlices(in.candidate);
+    std::vector<ShapeSignature> out;
+    auto add = [&out](std::optional<ShapeSignature> s) {
+        if (s) {
+            out.push_back(std::move(*s));
+        }
+    };
+    add(replicasDisagree(slices, bound));
+    add(constantFactor(in, bound));
+    if (out.empty() || out.front().kind == SignatureKind::ReplicasDisagree) {
+        add(sliceFactors(slices, in, bound));
+        add(slicePermutation(slices, in, bound));
+        add(sliceLocal(slices, in, bound));
+    }
+    if (out.empty()) {
+        add(zeroedRows(in.reference, in.candidate, bound.tolerance, error));
+        add(transposed(in.reference, in.candidate, bound.tolerance, error));
+        add(rowPermutation(in.reference, in.candidate, bound.tolerance, error));
+    }
+    return out;
+}
+
+} // namespace ttrace

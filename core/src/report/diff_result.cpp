@@ -1,0 +1,70 @@
+#include "ttrace/diff_result.h"
+
+namespace ttrace {
+
+std::string_view statusName(Status status) {
+    switch (status) {
+    case Status::Clean: return "clean";
+    case Status::Divergent: return "divergent";
+    case Status::Missing: return "missing";
+    case Status::Invalid: return "invalid";
+    }
+    return "unknown";
+}
+
+int severity(Status status) {
+    switch (status) {
+    case Status::Clean: return 0;
+    case Status::Divergent: return 1;
+    case Status::Missing: return 2;
+    case Status::Invalid: return 3;
+    }
+    return 0;
+}
+
+bool isFlagged(Status status) {
+    return status != Status::Clean;
+}
+
+std::string InvalidReason::toString() const {
+    std::string out;
+    auto add = [&out](const std::string& part) {
+        if (!part.empty()) {
+            out += (out.empty() ? "" : "; ") + part;
+        }
+    };
+    if (!referenceShape.empty() || !candidateShape.empty()) {
+        add("reference shape " + (referenceShape.empty() ? "?" : referenceShape) +
+            " vs candidate shape " + (candidateShape.empty() ? "?" : candidateShape));
+    }
+    if (!candidateLayout.empty()) {
+        add("candidate layout tried: " + candidateLayout);
+    }
+    if (!layoutNote.empty()) {
+        add("capture inferred: " + layoutNote);
+    }
+    if (!annotateHint.empty()) {
+        add("fix: " + annotateHint);
+    }
+    return out;
+}
+
+std::string_view originName(Origin origin) {
+    switch (origin) {
+    case Origin::None: return "none";
+    case Origin::Introduced: return "introduced";
+    case Origin::Inherited: return "inherited";
+    }
+    return "unknown";
+}
+
+const ModuleResult* DiffResult::module(const std::string& name) const {
+    for (const auto& m : modules) {
+        if (m.name == name) {
+            return &m;
+        }
+    }
+    return nullptr;
+}
+
+} // namespace ttrace
