@@ -109,6 +109,10 @@ void ClientLoop::run() {
     }
     takeQueued();
     failAll({ErrorCode::Closed, "the client was closed before the agent answered"});
+    closeSocket();
+}
+
+void ClientLoop::closeSocket() {
     if (socket_) {
         zmq_socket_monitor(socket_->handle(), nullptr, 0);
     }
@@ -145,6 +149,10 @@ void ClientLoop::watchConnection() {
                                std::to_string(std::max(options_.maxReplyBytes, options_.maxHeaderBytes)) +
                                "-byte limit)"});
     }
+    // After a protocol error (such as a frame over ZMQ_MAXMSGSIZE) ZeroMQ does not reconnect
+    // on its own: a fresh socket does, and serves the requests still unsent.
+    closeSocket();
+    openSocket();
 }
 
 void ClientLoop::takeQueued() {

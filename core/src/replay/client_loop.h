@@ -47,6 +47,7 @@ private:
 
     void run();
     bool openSocket();
+    void closeSocket();
     void takeQueued();
     void sendUnsent();
     void receiveAll();

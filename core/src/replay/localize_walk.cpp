@@ -158,7 +158,11 @@ DivergenceStart phaseOf(const TensorId& id) {
 std::optional<DivergenceStart> firstDivergence(const DiffResult& diff) {
     std::optional<DivergenceStart> first;
     for (const auto& t : diff.tensors) {
-        if (t.status == Status::Divergent) {
+        // What a phase consumes (forward inputs, output gradients) diverges only because
+        // something produced it wrong, or because the job was fed other data: the walk starts
+        // where something was produced wrong.
+        const bool consumed = t.id.kind == TensorKind::ForwardInput || t.id.kind == TensorKind::OutputGrad;
+        if (t.status == Status::Divergent && !consumed) {
             const auto p = phaseOf(t.id);
             if (!first || p < *first) {
                 first = p;

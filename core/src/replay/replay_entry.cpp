@@ -40,8 +40,7 @@ std::optional<TensorId> parseIdentity(json::Fields& f, std::string& why) {
     id.microBatch = f.integer("micro_batch").value_or(0);
     std::optional<std::string> index = f.string("index");
     if (!f.ok()) {
-        why = f.problem();
-        return std::nullopt;
+        return std::nullopt; // the caller reports f.problem()
     }
     const auto parsedKind = parseTensorKind(*kind);
     if (!parsedKind) {
@@ -100,8 +99,12 @@ std::optional<ReplayShard> parseEntry(const json::Json& entry, std::size_t i,
     const auto globalShape = f.integers("global_shape");
     const auto frame = f.integer("frame");
     const auto bytes = f.integer("bytes");
-    if (!id || !f.ok()) {
-        why = why.empty() ? f.problem() : where + ": " + why;
+    if (!f.ok()) {
+        why = f.problem();
+        return std::nullopt;
+    }
+    if (!id) {
+        why = where + ": " + why;
         return std::nullopt;
     }
     const std::string tensor = where + " (" + id->path() + ")";
