@@ -32,12 +32,23 @@ CASES: dict[str, tuple[list[str], int, list[str], str | None]] = {
 
 def env(**extra: str) -> dict[str, str]:
     path = os.pathsep.join([str(REPO / "python"), str(REPO), os.environ.get("PYTHONPATH", "")])
-    return dict(os.environ, OMP_NUM_THREADS="1", PYTHONDONTWRITEBYTECODE="1", PYTHONPATH=path, **extra)
+    return dict(
+        os.environ, OMP_NUM_THREADS="1", PYTHONDONTWRITEBYTECODE="1", PYTHONPATH=path, **extra
+    )
 
 
 def make_reference(out: Path) -> None:
-    cmd = [sys.executable, "-m", "examples.gpt.train", "--out", str(out), *SMALL, "--reference",
-           "--perturbations", "2"]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "examples.gpt.train",
+        "--out",
+        str(out),
+        *SMALL,
+        "--reference",
+        "--perturbations",
+        "2",
+    ]
     subprocess.run(cmd, cwd=REPO, env=env(), check=True, capture_output=True, timeout=600)
 
 
@@ -51,8 +62,20 @@ class ServingCandidate:
         self.token = workdir / "token"
         self.log = (workdir / "job.log").open("w")
         inject = [arg for bug in bugs for arg in ("--inject", bug)]
-        cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=4",
-               "-m", "examples.gpt.train", "--out", str(self.bundle), *SMALL, *LAYOUT, *inject]  # fmt: skip
+        cmd = [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            "--nproc-per-node=4",
+            "-m",
+            "examples.gpt.train",
+            "--out",
+            str(self.bundle),
+            *SMALL,
+            *LAYOUT,
+            *inject,
+        ]
         serve = {
             "TTRACE_SERVE": "1",
             "TTRACE_REFERENCE": str(reference),
@@ -60,8 +83,14 @@ class ServingCandidate:
             "TTRACE_TOKEN_FILE": str(self.token),
             "TTRACE_AGENT_IDLE": "300",
         }
-        self.proc = subprocess.Popen(cmd, cwd=REPO, env=env(**serve), stdout=self.log,
-                                     stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
+        self.proc = subprocess.Popen(
+            cmd,
+            cwd=REPO,
+            env=env(**serve),
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
 
     def __enter__(self) -> ServingCandidate:
         return self
@@ -90,8 +119,20 @@ def run_case(ttrace: Path, work: Path, reference: Path, name: str) -> list[str]:
         address = job.wait_serving()
         report = work / f"{name}.json"
         started = time.monotonic()
-        cmd = [str(ttrace), "localize", str(reference), str(job.bundle), "--agent", address,
-               "--token-file", str(job.token), "--json", str(report), "--no-cache", "--shutdown"]  # fmt: skip
+        cmd = [
+            str(ttrace),
+            "localize",
+            str(reference),
+            str(job.bundle),
+            "--agent",
+            address,
+            "--token-file",
+            str(job.token),
+            "--json",
+            str(report),
+            "--no-cache",
+            "--shutdown",
+        ]
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
         seconds = time.monotonic() - started
         print(f"--- {name}: exit {done.returncode} in {seconds:.1f} s\n{done.stdout}{done.stderr}")
