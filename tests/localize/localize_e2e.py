@@ -9,6 +9,7 @@ Usage: localize_e2e.py TTRACE_BIN WORKDIR [CASE...]   (CASE: a name from CASES b
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import signal
@@ -112,6 +113,51 @@ class ServingCandidate:
         raise TimeoutError("candidate did not start serving")
 
 
+def replay_every_module(
+    ttrace: Path, reference: Path, job: ServingCandidate, address: str, work: Path
+) -> list[str]:
+    """On a correct candidate every module, replayed forward and backward, must agree with
+    the reference within its measured replay floor: the replay judgement's false-alarm check."""
+    modules = [m["name"] for m in json.loads((job.bundle / "manifest.json").read_text())["modules"]]
+    problems: list[str] = []
+    for phase in ("forward", "backward"):
+        report = work / f"every-{phase}.json"
+        named = [arg for m in modules for arg in ("--module", m)]
+        cmd = [
+            str(ttrace),
+            "localize",
+            str(reference),
+            str(job.bundle),
+            "--agent",
+            address,
+            "--token-file",
+            str(job.token),
+            *named,
+            "--phase",
+            phase,
+            "--json",
+            str(report),
+        ]
+        if phase == "backward":
+            cmd.append("--shutdown")
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+        verdicts = json.loads(report.read_text())["verdicts"] if report.exists() else []
+        judged = [v for v in verdicts if v["verdict"] != "not replayable"]
+        worst = max((math.inf if v["ratio"] is None else v["ratio"] for v in judged), default=0.0)
+        print(
+            f"--- correct, every module {phase}: exit {done.returncode}, {len(judged)} of "
+            f"{len(modules)} judged, worst replay ratio {worst:.3g}"
+        )
+        for v in verdicts:
+            if v["verdict"] == "not replayable":
+                print(f"    not replayable: {v['module']}: {v['reason']}")
+        if done.returncode != 0:
+            problems.append(f"correct {phase}: exit {done.returncode}\n{done.stdout}{done.stderr}")
+        if len(judged) < len(modules) // 2:
+            problems.append(f"correct {phase}: only {len(judged)} modules could be replayed")
+    return problems
+
+
 def run_case(ttrace: Path, work: Path, reference: Path, name: str) -> list[str]:
     bugs, want_exit, want_guilty, want_phase = CASES[name]
     problems: list[str] = []
@@ -131,7 +177,7 @@ def run_case(ttrace: Path, work: Path, reference: Path, name: str) -> list[str]:
             "--json",
             str(report),
             "--no-cache",
-            "--shutdown",
+            *([] if not bugs else ["--shutdown"]),
         ]
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
         seconds = time.monotonic() - started
@@ -146,6 +192,8 @@ def run_case(ttrace: Path, work: Path, reference: Path, name: str) -> list[str]:
         introduced = [v["module"] for v in result["verdicts"] if v["verdict"] == "introduced"]
         if want_guilty and introduced != want_guilty:
             problems.append(f"{name}: introduced {introduced}, expected only {want_guilty}")
+        if not bugs:
+            problems += replay_every_module(ttrace, reference, job, address, work / name)
         if job.proc.wait(timeout=60) != 0:  # --shutdown ends the job cleanly
             problems.append(f"{name}: the job exited with {job.proc.returncode} after shutdown")
     return problems
