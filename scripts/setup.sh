@@ -16,7 +16,7 @@ APT_PACKAGES=(
   xvfb python3-venv
 )
 # torch is always pinned: an unpinned torch pulls gigabytes of CUDA packages.
-PIP_PACKAGES=(torch==2.13.0 "h5py>=3.8" "numpy>=1.24" "pytest>=7" "ruff>=0.5")
+PIP_PACKAGES=(torch==2.13.0 "h5py>=3.8" "numpy>=1.24" "pytest>=7" "ruff>=0.5" pyzmq==27.1.0)
 
 log() { printf '\033[1m[ttrace]\033[0m %s\n' "$*" >&2; }
 

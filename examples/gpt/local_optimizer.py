@@ -26,6 +26,13 @@ class LocalAdam:
             adam_update(master, p.main_grad, m, v, self.step_count, self.hyper)
             p.copy_(master)
 
+    def reload_model_params(self) -> None:
+        """Copy the model parameters into the fp32 masters (Megatron's name for it): after
+        parameters were set from outside, e.g. by a localize replay of the optimizer step."""
+        with torch.no_grad():
+            for p, master in zip(self.params, self.master, strict=True):
+                master.copy_(p.detach().float())
+
     def zero_grad(self) -> None:
         for p in self.params:
             p.grad = None

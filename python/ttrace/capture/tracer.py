@@ -30,6 +30,7 @@ from torch import nn
 from ttrace.bundle import BundleWriter, Placement, RankRecord, TensorKey, write_manifest
 
 from .async_writer import AsyncWriter
+from .call_recorder import CallRecorder
 from .call_structure import CallStructure
 from .capture_state import CaptureState
 from .errors import TracerError
@@ -38,6 +39,7 @@ from .module_hooks import ModuleHooks
 from .module_table import ModuleTable, merge_tables
 from .naming import canonical_names
 from .optimizer_hooks import OptimizerHooks
+from .optimizer_snapshot import OptimizerSnapshot
 from .parallel_info import ParallelInfo
 from .perturbation import Perturbation
 from .selection import ModuleSpec, select_modules
@@ -106,6 +108,13 @@ class Tracer:
             OptimizerHooks(optimizer, self.hooks, self.state, self._after_optimizer_step)
             if optimizer is not None
             else None
+        )
+        # For the replay agent (ttrace.agent): how each module was called, and the optimizer's
+        # state before its first step.
+        self.recorder = CallRecorder(self.names, self.state)
+        self.recorder.install(self.selected)
+        self.opt_snapshot = (
+            OptimizerSnapshot(optimizer, self.state) if optimizer is not None else None
         )
         self._explicit_step = False
         self._closed = False
@@ -223,6 +232,9 @@ class Tracer:
             assert self._record is not None
             return self._record
         self._closed = True
+        self.recorder.remove()
+        if self.opt_snapshot is not None:
+            self.opt_snapshot.remove()  # before opt_hooks: it wraps their wrapper
         self.hooks.remove()
         if self.opt_hooks is not None:
             self.opt_hooks.remove()
@@ -249,7 +261,18 @@ class Tracer:
             self._write_manifest(gathered)
         if error is not None:
             raise error
+        if os.environ.get("TTRACE_SERVE") == "1":
+            self.serve()
         return self._record
+
+    def serve(self, reference: str | os.PathLike[str] | None = None, **options: Any) -> None:
+        """Collective, after `close()`: serve localize replays until shutdown, SIGTERM or the
+        idle timeout (docs/localize.md). Options and environment: docs/protocol.md."""
+        from ttrace.agent import serve  # the agent needs pyzmq; capture alone does not
+
+        if not self._closed:
+            raise TracerError("ttrace: serve() needs a closed tracer (call close() first)")
+        serve(self, reference, **options)
 
     def _write_manifest(self, gathered: list[Any]) -> None:
         failed = [p[0].rank for p in gathered if not p[5]]

@@ -1,0 +1,151 @@
+"""The agent's parts without a job: request parsing, the token file, state restore, call
+templates and the shard codec."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import stat
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from ttrace.agent.errors import AgentError, ErrorCode
+from ttrace.agent.reference_feed import cut
+from ttrace.agent.replay_request import ReplayRequest
+from ttrace.agent.shard_codec import merge_blobs, shard_entry, tensors_blob
+from ttrace.agent.state_guard import StateGuard
+from ttrace.agent.token_file import new_token, token_matches, write_private
+from ttrace.agent.wire import MAX_REQUEST, parse_request
+from ttrace.bundle import Placement, TensorKey
+from ttrace.capture.call_template import CallTemplate, Slot
+
+
+def _code(frames: list[bytes]) -> ErrorCode:
+    with pytest.raises(AgentError) as info:
+        parse_request(frames)
+    return info.value.code
+
+
+def test_parse_request_checks_shape_size_json_and_types() -> None:
+    good = {"protocol": 1, "token": "t", "id": 3, "op": "ping"}
+    req = parse_request([json.dumps(good).encode()])
+    assert (req.id, req.op, req.token) == (3, "ping", "t")
+    assert _code([b"{}", b"{}"]) is ErrorCode.MALFORMED
+    assert _code([b"x" * (MAX_REQUEST + 1)]) is ErrorCode.TOO_LARGE
+    assert _code([b"\xff"]) is ErrorCode.MALFORMED
+    assert _code([b"{"]) is ErrorCode.MALFORMED
+    assert _code([b"3"]) is ErrorCode.MALFORMED
+    assert _code([json.dumps({**good, "protocol": 2}).encode()]) is ErrorCode.VERSION
+    assert _code([json.dumps({**good, "protocol": True}).encode()]) is ErrorCode.MALFORMED
+    assert _code([json.dumps({**good, "id": "3"}).encode()]) is ErrorCode.MALFORMED
+    assert _code([json.dumps({**good, "token": 5}).encode()]) is ErrorCode.MALFORMED
+    assert _code([json.dumps({k: v for k, v in good.items() if k != "op"}).encode()]) is (
+        ErrorCode.MALFORMED
+    )
+
+
+def test_replay_request_fields() -> None:
+    body = {"module": "m", "iteration": 1, "micro_batch": 0, "phase": "forward"}
+    req = ReplayRequest.from_body(body, {"m"}, {"nominal"})
+    assert req.variants == ("nominal",)
+    step = ReplayRequest.from_body(
+        {"module": "", "iteration": 0, "phase": "step"}, {"m"}, {"nominal"}
+    )
+    assert step.micro_batch == 0
+    for bad, code in (
+        ({**body, "module": "x"}, ErrorCode.UNKNOWN_MODULE),
+        ({**body, "iteration": -1}, ErrorCode.MALFORMED),
+        ({**body, "iteration": 1.5}, ErrorCode.MALFORMED),
+        ({**body, "variants": "nominal"}, ErrorCode.MALFORMED),
+        ({**body, "variants": ["perturbed-9"]}, ErrorCode.NO_REFERENCE_TENSOR),
+        ({**body, "phase": "step2"}, ErrorCode.MALFORMED),
+    ):
+        with pytest.raises(AgentError) as info:
+            ReplayRequest.from_body(bad, {"m"}, {"nominal"})
+        assert info.value.code is code
+
+
+def test_token_file_is_private_and_compare_is_exact(tmp_path: Path) -> None:
+    token = new_token()
+    assert len(token) == 64 and int(token, 16) >= 0
+    path = tmp_path / "sub" / "agent.token"
+    path.parent.mkdir()
+    path.write_text("old")
+    os.chmod(path, 0o644)  # an existing, world-readable file must not stay so
+    write_private(path, token + "\n")
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert path.read_text() == token + "\n"
+    assert token_matches(token, token)
+    assert not token_matches(token, token[:-1] + "0" if token[-1] != "0" else token[:-1] + "1")
+    assert not token_matches(token, "")
+    assert not token_matches(token, "é" * 64)
+
+
+def test_state_guard_restores_params_grads_optimizer_and_rng() -> None:
+    torch.manual_seed(0)
+    model = nn.Linear(4, 3)
+    opt = torch.optim.Adam(model.parameters(), lr=0.1)
+    model(torch.randn(2, 4)).sum().backward()
+    opt.step()
+    model.weight.main_grad = torch.ones(3, 4)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    grad = model.weight.grad.clone()
+    exp_avg = opt.state[model.weight]["exp_avg"].clone()
+    rng = torch.get_rng_state()
+    py, npy = random.random, np.random.get_state()[1].copy()
+    with StateGuard([model], opt):
+        model(torch.randn(2, 4)).sum().backward()
+        opt.step()
+        model.weight.main_grad = None
+        random.random()
+        np.random.rand()
+    assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
+    assert torch.equal(model.weight.grad, grad)
+    assert torch.equal(model.weight.main_grad, torch.ones(3, 4))
+    assert torch.equal(opt.state[model.weight]["exp_avg"], exp_avg)
+    assert torch.equal(torch.get_rng_state(), rng)
+    assert np.array_equal(np.random.get_state()[1], npy) and py is random.random
+
+
+def test_call_template_slots_and_binding() -> None:
+    x = torch.ones(2, 3, requires_grad=True)
+    mask = torch.zeros(2, dtype=torch.bool)
+    marker = object()
+    t = CallTemplate.of_call((x, 5, marker), {"mask": mask, "flag": True})
+    slots = {s.index: s for s in t.slots()}
+    assert set(slots) == {"0", "mask"}
+    assert slots["0"] == Slot("0", True, True, torch.float32, (2, 3))
+    assert not slots["mask"].requires_grad
+    new = torch.full((2, 3), 7.0)
+    args, kwargs = t.bind({"0": new, "mask": mask})
+    assert args[0] is new and args[1] == 5 and args[2] is marker and kwargs["flag"] is True
+    assert t.why_not_replayable() == ""
+    nested = CallTemplate.of_call(([x, x],), {})
+    assert nested.why_not_replayable().startswith("inputs not captured")
+
+
+def test_cut_and_codec_round_trip() -> None:
+    full = np.arange(24, dtype=np.float64).reshape(4, 6)
+    right = Placement.split((4, 6), 1, 1, 2)
+    assert np.array_equal(cut(full, right, (4, 3)), full[:, 3:])
+    partial = Placement.full((4, 6)).with_partial(1)
+    assert not cut(full, partial, (4, 6)).any()  # the value goes to partial 0 only
+    flat = Placement.flat((4, 6), [(0, 5, 4)])
+    assert np.array_equal(cut(full, flat, (4,)), full.reshape(-1)[5:9])
+    key = TensorKey("nominal", 0, 1, "m", "forward_output", "0")
+    shard = torch.tensor(full[:, 3:], dtype=torch.bfloat16)
+    entry, data = shard_entry(key, shard, right, rank=1)
+    assert (
+        entry["dtype"] == "bfloat16"
+        and entry["bytes"] == 24
+        and entry["boxes"] == [[0, 0, 4, 0, 3, 3]]
+    )
+    scalar, _ = shard_entry(key, torch.tensor(2.0), Placement.full(()), rank=0)
+    assert scalar["is_scalar"] and scalar["shape"] == [1] and scalar["global_shape"] == [1]
+    entries, frames = merge_blobs([tensors_blob(0, []), tensors_blob(1, [(entry, data)])])
+    assert entries[0]["frame"] == 1 and entries[0]["rank"] == 1 and frames == [data]

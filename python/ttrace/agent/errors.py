@@ -1,0 +1,29 @@
+"""Error codes of the localize protocol (docs/protocol.md, "Replies")."""
+
+from __future__ import annotations
+
+from enum import Enum
+
+
+class ErrorCode(str, Enum):
+    MALFORMED = "malformed"
+    TOO_LARGE = "too_large"
+    VERSION = "version"
+    UNAUTHENTICATED = "unauthenticated"
+    UNKNOWN_OP = "unknown_op"
+    UNKNOWN_MODULE = "unknown_module"
+    NO_REFERENCE_TENSOR = "no_reference_tensor"
+    NOT_REPLAYABLE = "not_replayable"
+    REPLAY_FAILED = "replay_failed"
+
+
+class AgentError(Exception):
+    """A request the agent answers with an error reply (never a crash)."""
+
+    def __init__(self, code: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+    def as_dict(self) -> dict[str, str]:
+        return {"code": self.code.value, "message": self.message}

@@ -1,0 +1,132 @@
+"""Optimizer-step replay: the candidate's optimizer, fed the reference's parameters,
+optimizer state and main gradients, takes one step.
+
+The state the step starts from is the reference's `optimizer_state` of the previous
+iteration (torch.optim-style state, as capture records it) or, for the job's first step,
+the optimizer's own state before that step (nothing in it was computed by the candidate).
+Optimizers that keep fp32 master copies of the parameters must offer Megatron's
+`reload_model_params()` so that the fed parameters reach the masters.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import nn
+
+from ttrace.bundle import TensorKey
+from ttrace.capture.optimizer_snapshot import to_host_tree
+
+from .errors import AgentError, ErrorCode
+from .rank_gate import RankGate
+from .replay_context import ReplayContext
+from .replay_request import ReplayRequest
+from .shard_codec import shard_entry
+from .state_guard import StateGuard
+
+Shard = tuple[dict[str, Any], bytes]
+
+
+class StepReplay:
+    def __init__(self, ctx: ReplayContext) -> None:
+        self.ctx = ctx
+        self.optimizer = ctx.tracer.optimizer
+
+    def run(self, req: ReplayRequest, gate: RankGate) -> list[Shard]:
+        gate.step(self._check)
+        params = list(self.ctx.hooks.owner)
+        shards: list[Shard] = []
+        for variant in req.variants:
+            guard = StateGuard(self.ctx.tracer.roots, self.optimizer)
+            try:
+                gate.step(lambda v=variant: self._feed(params, v, req.iteration))
+                shards += gate.step(lambda v=variant: self._step(params, v, req))
+            finally:
+                guard.restore()
+        return shards
+
+    def _check(self) -> None:
+        if self.optimizer is None:
+            raise AgentError(ErrorCode.NOT_REPLAYABLE, "the Tracer was given no optimizer")
+
+    def _feed(self, params: list[nn.Parameter], variant: str, iteration: int) -> None:
+        self._start_state(params, variant, iteration)
+        self._feed_grads(params, variant, iteration)
+
+    def _step(self, params: list[nn.Parameter], variant: str, req: ReplayRequest) -> list[Shard]:
+        self.optimizer.step()
+        return self._results(params, variant, req)
+
+    def _start_state(self, params: list[nn.Parameter], variant: str, iteration: int) -> None:
+        snap = self.ctx.tracer.opt_snapshot
+        first = snap is not None and snap.initial is not None and snap.iteration == iteration
+        if first:
+            self.optimizer.load_state_dict(to_host_tree(snap.initial))
+        self.ctx.feed_parameters(params, variant, iteration)
+        if first:
+            reload = getattr(self.optimizer, "reload_model_params", None)
+            if callable(reload):
+                reload()
+            return
+        self._load_reference_state(params, variant, iteration)
+
+    def _load_reference_state(
+        self, params: list[nn.Parameter], variant: str, iteration: int
+    ) -> None:
+        state = getattr(self.optimizer, "state", None)
+        why = f"the optimizer state left by iteration {iteration - 1}"
+        if iteration == 0 or not hasattr(state, "get"):
+            raise AgentError(
+                ErrorCode.NOT_REPLAYABLE,
+                f"{why} is unknown: not the job's first step, and the optimizer keeps no "
+                "torch.optim-style state that capture records",
+            )
+        for p in params:
+            for name, value in list((state.get(p) or {}).items()):
+                if not (isinstance(value, torch.Tensor) and value.shape == p.shape):
+                    raise AgentError(
+                        ErrorCode.NOT_REPLAYABLE,
+                        f"{why}: entry {name!r} is not parameter-shaped and not captured",
+                    )
+                _, mname, pname = self.ctx.param_id(p)
+                key = TensorKey(
+                    variant, iteration - 1, -1, mname, "optimizer_state", f"{name}.{pname}"
+                )
+                with torch.no_grad():
+                    value.copy_(self.ctx.feed.shard(key, value.device).to(value.dtype))
+
+    def _feed_grads(self, params: list[nn.Parameter], variant: str, iteration: int) -> None:
+        for p in params:
+            key = self.ctx.param_key(p, variant, iteration, -1, "main_grad")
+            own = self.ctx.feed.own_tensor(key)
+            if own.placement.layout == "flat":
+                raise AgentError(
+                    ErrorCode.NOT_REPLAYABLE,
+                    "a distributed optimizer's sharded gradient buffer cannot be fed yet",
+                )
+            grad = self.ctx.feed.shard(key, p.device)
+            if hasattr(p, "main_grad"):
+                p.main_grad = grad.clone()
+            p.grad = grad.to(p.dtype)
+
+    def _results(self, params: list[nn.Parameter], variant: str, req: ReplayRequest) -> list[Shard]:
+        ctx = self.ctx
+        shards: list[Shard] = []
+        state = getattr(self.optimizer, "state", None)
+        for p in params:
+            owner, mname, pname = ctx.param_id(p)
+            if req.module and not (mname == req.module or mname.startswith(req.module + ".")):
+                continue
+            local, placement, _ = ctx.inference.parameter(p, p, owner, "param_after_step")
+            key = TensorKey(variant, req.iteration, -1, mname, "param_after_step", pname)
+            shards.append(shard_entry(key, local, placement, ctx.rank))
+            entries = (state.get(p) or {}) if hasattr(state, "get") else {}
+            for name, value in entries.items():
+                if isinstance(value, torch.Tensor) and value.shape == p.shape:
+                    _, pl, _ = ctx.inference.parameter(p, p, owner, "optimizer_state")
+                    k = TensorKey(
+                        variant, req.iteration, -1, mname, "optimizer_state", f"{name}.{pname}"
+                    )
+                    shards.append(shard_entry(k, value, pl, ctx.rank))
+        return shards

@@ -1,0 +1,49 @@
+"""The optimizer's state just before its first step (moved to host memory).
+
+Optimizer-step replay must start from the state the reference's step started from. Before
+the first step that state holds nothing computed by the candidate (zero moments, master
+copies of the initial parameters that the replay overwrites), so it can stand in for the
+reference's; later states come from the reference bundle's `optimizer_state`.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from .capture_state import CaptureState
+
+
+def to_host_tree(value: Any) -> Any:
+    if isinstance(value, torch.Tensor):
+        return value.detach().to("cpu", copy=True)
+    if isinstance(value, dict):
+        return {k: to_host_tree(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(to_host_tree(v) for v in value)
+    return copy.deepcopy(value)
+
+
+class OptimizerSnapshot:
+    """Wraps `optimizer.step` on the instance; the first call records the state first."""
+
+    def __init__(self, optimizer: Any, state: CaptureState) -> None:
+        self.optimizer = optimizer
+        self.state = state
+        self.initial: dict[str, Any] | None = None
+        self.iteration: int | None = None  # iteration of the first step
+        self._original: Callable[..., Any] = optimizer.step
+
+        def step(*args: Any, **kwargs: Any) -> Any:
+            if self.initial is None and hasattr(optimizer, "state_dict"):
+                self.initial = to_host_tree(optimizer.state_dict())
+                self.iteration = self.state.iteration
+            return self._original(*args, **kwargs)
+
+        optimizer.step = step
+
+    def remove(self) -> None:
+        self.optimizer.step = self._original
