@@ -42,7 +42,6 @@ LocalizeResult runWalk(const LocalizeArgs& a, const AgentJudge& judge, const Age
     WalkCallbacks callbacks;
     callbacks.onVerdict = [&table](const ModuleVerdict& v) { table.row(v); };
     if (!a.modules.empty()) {
-        table.header();
         return judgeNamed(namedSuspects(a, agent), std::cref(judge), callbacks);
     }
     DiffOptions options;
@@ -60,7 +59,6 @@ LocalizeResult runWalk(const LocalizeArgs& a, const AgentJudge& judge, const Age
         return r;
     }
     table.diffLine(diff);
-    table.header();
     return walkDivergence(diff, std::cref(judge), callbacks);
 }
 

@@ -33,6 +33,10 @@ void LocalizeTable::header() {
 }
 
 void LocalizeTable::row(const ModuleVerdict& v) {
+    if (!headerShown_) {
+        header(); // only when something is replayed
+        headerShown_ = true;
+    }
     const std::string name = std::string(static_cast<std::size_t>(2 * v.level), ' ') +
                              (v.suspect.module.empty() ? "(every parameter)" : v.suspect.module);
     out_ << "  " << std::left << std::setw(44) << name << std::setw(20)

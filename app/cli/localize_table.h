@@ -16,12 +16,13 @@ public:
         : out_(out) {}
     void agentLine(const replay::AgentInfo& agent, const std::string& address);
     void diffLine(const DiffResult& diff);
-    void header();
     void row(const replay::ModuleVerdict& verdict);
     void conclusion(const replay::LocalizeResult& result);
 
 private:
+    void header();
     std::ostream& out_;
+    bool headerShown_ = false;
 };
 
 } // namespace ttrace::cli

@@ -161,7 +161,8 @@ private slots:
         auto r = walkDivergence(d, std::ref(agrees), {});
         QCOMPARE(agrees.asked.size(), std::size_t{1});
         QCOMPARE(agrees.asked[0].module, std::string());
-        QCOMPARE(agrees.asked[0].phase, LocalizePhase::Reduction);
+        QCOMPARE(agrees.asked[0].phase, LocalizePhase::Step); // the step is what is replayed
+        QCOMPARE(r.start->phase, LocalizePhase::Reduction);
         QCOMPARE(r.guiltyPhase, std::optional(LocalizePhase::Reduction));
         QCOMPARE(r.guiltyParameters, (Names{"embedding", "layers.0.mlp"}));
         QVERIFY(r.guilty.empty() && r.introduced());

@@ -42,7 +42,11 @@ public:
         try {
             out = judge_(s);
         } catch (const ReplayAbort& abort) {
-            result_.problems.push_back(abort.problem);
+            if (abort.problem.code == "cancelled") {
+                result_.cancelled = true; // the caller's cancel token ended the replay in flight
+            } else {
+                result_.problems.push_back(abort.problem);
+            }
             return false;
         }
         out.suspect = s;
@@ -92,7 +96,7 @@ void walkOptimizer(const DiffResult& diff, const DivergenceStart& start, Walker&
     Suspect s;
     s.iteration = start.iteration;
     s.microBatch = -1;
-    s.phase = start.phase;
+    s.phase = LocalizePhase::Step; // what is replayed; start.phase says what is suspected
     ModuleVerdict v;
     if (!walker.judge(s, 0, v)) {
         return;
