@@ -15,7 +15,8 @@ QString localizeBadgeText(LocalizeBadge badge) {
     case LocalizeBadge::IntroducedBelow: return tr("introduced below");
     case LocalizeBadge::Inherited: return tr("inherited");
     case LocalizeBadge::NotReplayable: return tr("not replayable");
-    case LocalizeBadge::ReductionGuilty: return tr("gradient reduction");
+    // Short: the pill sits beside the module name in the tree; the tooltip says the rest.
+    case LocalizeBadge::ReductionGuilty: return tr("grad reduction");
     case LocalizeBadge::StepGuilty: return tr("optimizer step");
     }
     return {};

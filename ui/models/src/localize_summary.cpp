@@ -11,7 +11,7 @@ QString tr(const char* text) {
 }
 
 QString names(const std::vector<std::string>& modules) {
-    constexpr std::size_t kNamed = 5;
+    constexpr std::size_t kNamed = 3;
     QStringList out;
     for (std::size_t i = 0; i < modules.size() && i < kNamed; ++i) {
         out << QString::fromStdString(modules[i]);
@@ -26,9 +26,9 @@ QString names(const std::vector<std::string>& modules) {
 
 QString localizeConclusion(const replay::LocalizeResult& r) {
     const auto replays = static_cast<int>(r.verdicts.size());
-    const QString tail = QCoreApplication::translate("LocalizeSummary", " · %n replay(s) in %1 s",
-                                                     nullptr, replays)
-                             .arg(r.seconds, 0, 'f', 1);
+    const QString tail =
+        QCoreApplication::translate("LocalizeSummary", " · %n replay(s) in %1 s", nullptr, replays)
+            .arg(r.seconds, 0, 'f', 1);
     if (!r.problems.empty()) {
         return tr("Localize stopped: %1")
                    .arg(QString::fromStdString(r.problems.front().toString())) +
