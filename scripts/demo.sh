@@ -80,19 +80,20 @@ log "localizing: replaying the divergent modules with the reference's inputs"
 set +e
 "${TTRACE}" localize "${DEMO}/reference" "${DEMO}/candidate" --agent "${AGENT}" \
   --token-file "${DEMO}/agent.token" --json "${DEMO}/localize.json" \
-  --markdown "${DEMO}/localize.md" --shutdown
+  --markdown "${DEMO}/localize.md"
 localized=$?
 set -e
 if ((localized == 2)); then
   log "localize failed (above)"
   exit 2
 fi
-stop_agent
-
+# The explorer connects to the same agent: one click on the first divergence, or Localize All.
+AGENT_ARGS=(--agent "${AGENT}" --token-file "${DEMO}/agent.token")
 if [[ -n "${DISPLAY:-}${WAYLAND_DISPLAY:-}" ]]; then
-  log "opening the explorer"
-  "${EXPLORER}" "${DEMO}/reference" "${DEMO}/candidate"
+  log "opening the explorer, connected to the agent (the job stops when the explorer closes)"
+  "${EXPLORER}" "${AGENT_ARGS[@]}" "${DEMO}/reference" "${DEMO}/candidate"
   exit 0
 fi
-"${EXPLORER}" --screenshot "${DEMO}/explorer.png" "${DEMO}/reference" "${DEMO}/candidate"
-log "no display: reports ${DEMO}/report.md and ${DEMO}/localize.md, JSON ${DEMO}/diff.json and ${DEMO}/localize.json, screenshot ${DEMO}/explorer.png"
+"${EXPLORER}" --screenshot "${DEMO}/explorer.png" "${AGENT_ARGS[@]}" --localize all \
+  "${DEMO}/reference" "${DEMO}/candidate"
+log "no display: reports ${DEMO}/report.md and ${DEMO}/localize.md, JSON ${DEMO}/diff.json and ${DEMO}/localize.json, screenshot ${DEMO}/explorer.png (localized)"
