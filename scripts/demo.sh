@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The demo: capture a single-device reference and a 4-rank TP2xDP2 candidate of the example
-# GPT with an injected silent bug, compare them, and open the explorer on them (or, with no
-# display, print the report and save a screenshot of the explorer).
+# GPT with an injected silent bug, compare them, localize the bug by replaying modules in the
+# candidate job (which stays up serving them, docs/localize.md), and open the explorer on them
+# (or, with no display, print the reports and save a screenshot of the explorer).
 #
 #   ./scripts/demo.sh                 # default bug: sp-norm-grad-not-reduced
 #   TTRACE_DEMO_BUG=none ./scripts/demo.sh      # a correct candidate: the diff is clean
@@ -24,10 +25,42 @@ INJECT=()
 log "capturing the reference (1 process, nominal + 2 perturbed variants)"
 "${TTRACE_PY}" -m examples.gpt.train --reference --perturbations 2 --out "${DEMO}/reference" \
   >"${DEMO}/reference.log" 2>&1 || { cat "${DEMO}/reference.log"; exit 1; }
+# The candidate job keeps serving replays after its capture (TTRACE_SERVE=1); it is stopped
+# when the demo ends, however it ends.
+AGENT_PID=""
+stop_agent() {
+  if [[ -n "${AGENT_PID}" ]] && kill -0 "${AGENT_PID}" 2>/dev/null; then
+    log "stopping the candidate job"
+    kill -TERM -- "-${AGENT_PID}" 2>/dev/null || true # its process group: torchrun and ranks
+    for _ in $(seq 1 50); do
+      kill -0 "${AGENT_PID}" 2>/dev/null || break
+      sleep 0.2
+    done
+    kill -KILL -- "-${AGENT_PID}" 2>/dev/null || true
+  fi
+}
+trap stop_agent EXIT
+
 log "capturing the candidate (torchrun, 4 ranks, TP2 x DP2 with sequence parallelism, bug: ${BUG})"
-"${TTRACE_VENV}/bin/torchrun" --standalone --nproc-per-node 4 -m examples.gpt.train \
-  --tp 2 --dp 2 "${INJECT[@]}" --out "${DEMO}/candidate" \
-  >"${DEMO}/candidate.log" 2>&1 || { cat "${DEMO}/candidate.log"; exit 1; }
+set -m # the job gets its own process group, so the trap reaches every rank
+TTRACE_SERVE=1 TTRACE_REFERENCE="${DEMO}/reference" TTRACE_AGENT_IDLE=1800 \
+  TTRACE_AGENT_ENDPOINT_FILE="${DEMO}/agent.endpoint" TTRACE_TOKEN_FILE="${DEMO}/agent.token" \
+  "${TTRACE_VENV}/bin/torchrun" --standalone --nproc-per-node 4 -m examples.gpt.train \
+  --tp 2 --dp 2 "${INJECT[@]}" --out "${DEMO}/candidate" >"${DEMO}/candidate.log" 2>&1 &
+AGENT_PID=$!
+set +m
+# The agent writes host:port and a newline once the capture is closed and it is bound.
+# ($(tail -c1) is empty exactly when the last byte is the newline.)
+until [[ -s "${DEMO}/agent.endpoint" && -z "$(tail -c1 "${DEMO}/agent.endpoint")" ]]; do
+  if ! kill -0 "${AGENT_PID}" 2>/dev/null; then
+    cat "${DEMO}/candidate.log"
+    log "the candidate job exited before serving"
+    exit 1
+  fi
+  sleep 0.5
+done
+AGENT="$(head -n1 "${DEMO}/agent.endpoint")"
+log "the candidate job serves replays on ${AGENT}"
 
 log "validating both bundles"
 "${TTRACE}" validate "${DEMO}/reference" "${DEMO}/candidate"
@@ -43,9 +76,24 @@ if ((verdict == 2)); then
   exit 2
 fi
 
-if [[ -n "${DISPLAY:-}${WAYLAND_DISPLAY:-}" ]]; then
-  log "opening the explorer"
-  exec "${EXPLORER}" "${DEMO}/reference" "${DEMO}/candidate"
+log "localizing: replaying the divergent modules with the reference's inputs"
+set +e
+"${TTRACE}" localize "${DEMO}/reference" "${DEMO}/candidate" --agent "${AGENT}" \
+  --token-file "${DEMO}/agent.token" --json "${DEMO}/localize.json" \
+  --markdown "${DEMO}/localize.md"
+localized=$?
+set -e
+if ((localized == 2)); then
+  log "localize failed (above)"
+  exit 2
 fi
-"${EXPLORER}" --screenshot "${DEMO}/explorer.png" "${DEMO}/reference" "${DEMO}/candidate"
-log "no display: report ${DEMO}/report.md, JSON ${DEMO}/diff.json, screenshot ${DEMO}/explorer.png"
+# The explorer connects to the same agent: one click on the first divergence, or Localize All.
+AGENT_ARGS=(--agent "${AGENT}" --token-file "${DEMO}/agent.token")
+if [[ -n "${DISPLAY:-}${WAYLAND_DISPLAY:-}" ]]; then
+  log "opening the explorer, connected to the agent (the job stops when the explorer closes)"
+  "${EXPLORER}" "${AGENT_ARGS[@]}" "${DEMO}/reference" "${DEMO}/candidate"
+  exit 0
+fi
+"${EXPLORER}" --screenshot "${DEMO}/explorer.png" "${AGENT_ARGS[@]}" --localize all \
+  "${DEMO}/reference" "${DEMO}/candidate"
+log "no display: reports ${DEMO}/report.md and ${DEMO}/localize.md, JSON ${DEMO}/diff.json and ${DEMO}/localize.json, screenshot ${DEMO}/explorer.png (localized)"

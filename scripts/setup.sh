@@ -12,6 +12,7 @@ APT_PACKAGES=(
   build-essential cmake ninja-build pkg-config
   qt6-base-dev libqcustomplot-dev libqcustomplot2.1-qt6
   libhdf5-dev hdf5-tools zlib1g-dev libeigen3-dev libtbb-dev nlohmann-json3-dev
+  libzmq3-dev cppzmq-dev
   xvfb python3-venv
 )
 # torch is always pinned: an unpinned torch pulls gigabytes of CUDA packages.

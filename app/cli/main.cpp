@@ -14,6 +14,8 @@ void printUsage(std::ostream& out) {
            "  validate BUNDLE...   check bundles and print a summary (exit 2 on errors)\n"
            "  diff REF CAND        compare a candidate bundle with its reference\n"
            "                       (exit 0 clean, 1 divergence, 2 bad input)\n"
+           "  localize REF CAND    replay divergent modules in the candidate's job to find\n"
+           "                       the one that introduces the bug (needs its agent)\n"
            "\n"
            "Run 'ttrace <command> --help' for a command's options.\n";
 }
@@ -33,6 +35,9 @@ int main(int argc, char** argv) {
     }
     if (command == "diff") {
         return ttrace::cli::runDiff(rest);
+    }
+    if (command == "localize") {
+        return ttrace::cli::runLocalize(rest);
     }
     std::cerr << "ttrace: unknown command '" << command << "'\n";
     printUsage(std::cerr);

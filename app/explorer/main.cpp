@@ -1,7 +1,10 @@
 // ttrace-explorer: the desktop front end.
-//   ttrace-explorer [--screenshot FILE] [--markdown FILE] [REFERENCE CANDIDATE]
+//   ttrace-explorer [--screenshot FILE] [--markdown FILE] [--agent HOST:PORT --token-file FILE]
+//                   [--localize MODULE|all] [REFERENCE CANDIDATE]
 #include "ttrace/ui/headless_export.h"
+#include "ttrace/ui/localize_ui.h"
 #include "ttrace/ui/main_window.h"
+#include "ttrace/ui/models/agent_target.h"
 
 #include <QApplication>
 #include <QCommandLineParser>
@@ -56,8 +59,23 @@ int main(int argc, char** argv) {
         QStringLiteral("markdown"),
         QStringLiteral("Write a Markdown report once loading finishes, then exit."),
         QStringLiteral("FILE"));
+    const QCommandLineOption agent(
+        QStringLiteral("agent"),
+        QStringLiteral("Connect to the localize agent at HOST:PORT (docs/localize.md)."),
+        QStringLiteral("HOST:PORT"));
+    const QCommandLineOption tokenFile(QStringLiteral("token-file"),
+                                       QStringLiteral("The agent's token file."),
+                                       QStringLiteral("FILE"));
+    const QCommandLineOption localize(
+        QStringLiteral("localize"),
+        QStringLiteral("Once compared, localize MODULE, or 'all' (the walk from the first "
+                       "divergence), before --screenshot/--markdown are written."),
+        QStringLiteral("MODULE|all"));
     parser.addOption(screenshot);
     parser.addOption(markdown);
+    parser.addOption(agent);
+    parser.addOption(tokenFile);
+    parser.addOption(localize);
     parser.addPositionalArgument(QStringLiteral("reference"), QStringLiteral("reference bundle"));
     parser.addPositionalArgument(QStringLiteral("candidate"), QStringLiteral("candidate bundle"));
     parser.process(app);
@@ -70,6 +88,22 @@ int main(int argc, char** argv) {
     if (headless && args.size() != 2) {
         std::fputs("ttrace-explorer: --screenshot/--markdown need REFERENCE and CANDIDATE\n",
                    stderr);
+        return 1;
+    }
+
+    ttrace::ui::AgentTarget target;
+    if (parser.isSet(agent) &&
+        !ttrace::ui::AgentTarget::parseHostPort(parser.value(agent), target)) {
+        std::fputs("ttrace-explorer: --agent wants HOST:PORT\n", stderr);
+        return 1;
+    }
+    target.tokenFile = parser.value(tokenFile);
+    if (parser.isSet(agent) && target.tokenFile.isEmpty()) {
+        std::fputs("ttrace-explorer: --agent needs --token-file\n", stderr);
+        return 1;
+    }
+    if (parser.isSet(localize) && args.size() != 2) {
+        std::fputs("ttrace-explorer: --localize needs REFERENCE and CANDIDATE\n", stderr);
         return 1;
     }
 
@@ -86,7 +120,14 @@ int main(int argc, char** argv) {
     }
     window.show();
     if (args.size() == 2) {
+        window.setStartupLocalize(parser.value(localize));
         window.openBundles(args[0], args[1]);
+        if (!parser.isSet(agent) && parser.isSet(localize)) {
+            target = ttrace::ui::rememberedAgent(args[1]); // the agent last used with it
+        }
+    }
+    if (target.isComplete()) {
+        window.localizeUi()->connectTo(target);
     }
     return QApplication::exec();
 }

@@ -67,8 +67,8 @@ private slots:
     void localizeWaitsForTheAgent() {
         ttrace::ui::MainWindow window;
         QVERIFY(!window.localizeAction()->isEnabled());
-        QVERIFY(
-            window.localizeAction()->toolTip().contains("no agent connected", Qt::CaseInsensitive));
+        QVERIFY(window.localizeAction()->toolTip().contains("connect to an agent",
+                                                            Qt::CaseInsensitive));
     }
 };
 

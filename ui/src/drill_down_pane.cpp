@@ -7,6 +7,7 @@
 #include "ttrace/ui/models/stats_table_model.h"
 #include "ttrace/ui/models/tensor_columns.h"
 #include "ttrace/ui/ratio_history_plot.h"
+#include "ttrace/ui/replay_comparison_plot.h"
 #include "ttrace/ui/shard_error_plot.h"
 #include "ttrace/ui/stats_table.h"
 
@@ -40,7 +41,8 @@ DrillDownPane::DrillDownPane(const LayerTreeModel* model, QWidget* parent)
     , history_(new RatioHistoryPlot(this))
     , shards_(new ShardErrorPlot(this))
     , stats_(new StatsTableModel(this))
-    , table_(new StatsTable(stats_, this)) {
+    , table_(new StatsTable(stats_, this))
+    , replay_(new ReplayComparisonPlot(this)) {
     setObjectName(QStringLiteral("drillDownPane"));
     QFont titleFont = font();
     titleFont.setPointSizeF(font().pointSizeF() * 1.25);
@@ -65,8 +67,10 @@ DrillDownPane::DrillDownPane(const LayerTreeModel* model, QWidget* parent)
     grid->addWidget(history_, 0, 1);
     grid->addWidget(shards_, 1, 0);
     grid->addWidget(table_, 1, 1);
+    grid->addWidget(replay_, 2, 0, 1, 2);
     grid->setRowStretch(0, 1);
     grid->setRowStretch(1, 1);
+    grid->setRowStretch(2, 1);
     grid->setColumnStretch(0, 1);
     grid->setColumnStretch(1, 1);
 
@@ -91,6 +95,7 @@ void DrillDownPane::showTensor(std::optional<std::size_t> tensor) {
         history_->setPoints({});
         shards_->setShards({}, 0.0);
         stats_->setTensor(std::nullopt);
+        refreshReplay();
         return;
     }
     const TensorResult& t = results.tensor(*tensor);
@@ -122,9 +127,27 @@ void DrillDownPane::showTensor(std::optional<std::size_t> tensor) {
     history_->setPoints(points);
     shards_->setShards(t.metrics.shards, t.tolerance.value);
     stats_->setTensor(t);
+    refreshReplay();
+}
+
+void DrillDownPane::refreshReplay() {
+    const auto& results = model_->results();
+    const std::string module = current_ ? results.tensor(*current_).id.module : std::string();
+    const auto& localize = model_->localize();
+    const replay::ModuleVerdict* v = localize.verdict(module);
+    if (!v && isGuiltyBadge(localize.badge(module))) {
+        v = localize.stepVerdict(); // a step replay over every parameter badged this module
+    }
+    replay_->setVisible(v != nullptr);
+    if (v) {
+        replay_->setComparison(tr("Replayed with the reference's inputs: %1 %2")
+                                   .arg(qstr(module), localizeBadgeText(localize.badge(module))),
+                               replayBars(results, *v, module));
+    }
 }
 
 void DrillDownPane::replotNow() {
+    replay_->replotNow();
     histogram_->replotNow();
     history_->replotNow();
     shards_->replotNow();

@@ -1,5 +1,6 @@
 #include "ttrace/ui/headless_export.h"
 
+#include "ttrace/ui/headline_bar.h"
 #include "ttrace/ui/main_window.h"
 #include "ttrace/ui/problems_banner.h"
 
@@ -25,7 +26,8 @@ HeadlessExport::HeadlessExport(MainWindow* window, QString screenshot, QString m
     , window_(window)
     , screenshot_(std::move(screenshot))
     , markdown_(std::move(markdown)) {
-    connect(window_, &MainWindow::loadingFinished, this, &HeadlessExport::onLoadingFinished);
+    // The story includes a localize run asked for on the command line: wait for its end.
+    connect(window_, &MainWindow::storyReady, this, &HeadlessExport::onLoadingFinished);
 }
 
 void HeadlessExport::onLoadingFinished(bool ok) {
@@ -33,7 +35,10 @@ void HeadlessExport::onLoadingFinished(bool ok) {
     QTimer::singleShot(0, this, [this, ok] {
         exitCode_ = ok ? 0 : 2;
         if (!ok) {
-            const QString text = window_->problemsBanner()->text().trimmed();
+            QString text = window_->problemsBanner()->text().trimmed();
+            if (text.isEmpty()) {
+                text = window_->headlineBar()->conclusion(); // a localize that failed
+            }
             printLine(stderr, text.isEmpty() ? tr("loading did not finish") : text);
             if (window_->problemsBanner()->lines().isEmpty()) {
                 exitCode_ = 1; // cancelled, not broken

@@ -3,6 +3,7 @@
 #include "ttrace/diff_result.h"
 #include "ttrace/ui/badge_painter.h"
 #include "ttrace/ui/models/color_scale.h"
+#include "ttrace/ui/models/localize_badge.h"
 #include "ttrace/ui/models/roles.h"
 #include "ttrace/ui/models/tensor_columns.h"
 
@@ -21,7 +22,9 @@ QSize HeatCellDelegate::sizeHint(const QStyleOptionViewItem& option,
     if (index.column() != kNameColumn) {
         size.setWidth(std::max(size.width(), option.fontMetrics.horizontalAdvance("8.8e-88") + 12));
     } else {
-        size.setWidth(size.width() + badgeWidth(option.font, QStringLiteral("introduced")) + 8);
+        size.setWidth(size.width() +
+                      badgeWidth(option.font, localizeBadgeText(LocalizeBadge::IntroducedBelow)) +
+                      8);
     }
     return size;
 }
@@ -42,7 +45,12 @@ void HeatCellDelegate::paintName(QPainter* painter, const QStyleOptionViewItem& 
     const auto origin = static_cast<Origin>(index.data(OriginRole).toInt());
     QString badge;
     QColor badgeColor;
-    if (origin == Origin::Introduced) {
+    // A replay verdict outranks the offline estimate: it was measured with correct inputs.
+    if (const auto replayed = static_cast<LocalizeBadge>(index.data(LocalizeBadgeRole).toInt());
+        replayed != LocalizeBadge::None) {
+        badge = localizeBadgeText(replayed);
+        badgeColor = localizeBadgeColor(replayed);
+    } else if (origin == Origin::Introduced) {
         badge = tr("introduced");
         badgeColor = introducedBadgeColor();
     } else if (origin == Origin::Inherited) {

@@ -129,6 +129,13 @@ void LayerTreePane::setSteps(const std::vector<std::int64_t>& iterations,
     applyStepFilter();
 }
 
+void LayerTreePane::setIteration(std::optional<std::int64_t> iteration) {
+    const int at = iteration ? iteration_->findData(static_cast<qlonglong>(*iteration)) : 0;
+    if (at >= 0) {
+        iteration_->setCurrentIndex(at); // applies the filter through currentIndexChanged
+    }
+}
+
 void LayerTreePane::applyStepFilter() {
     const auto before = currentTensor();
     model_->setStepFilter({choice(iteration_), choice(microBatch_)});

@@ -1,14 +1,21 @@
 #include "ttrace/ui/main_window.h"
 
 #include "ttrace/ui/drill_down_pane.h"
+#include "ttrace/ui/headline_bar.h"
 #include "ttrace/ui/layer_tree_pane.h"
 #include "ttrace/ui/load_controller.h"
+#include "ttrace/ui/localize_ui.h"
+#include "ttrace/ui/models/agent_session.h"
 #include "ttrace/ui/models/layer_tree_model.h"
 #include "ttrace/ui/models/markdown_report.h"
 #include "ttrace/ui/models/roles.h"
+#include "ttrace/ui/models/story_headline.h"
 #include "ttrace/ui/models/tensor_columns.h"
+#include "ttrace/ui/models/warnings_model.h"
 #include "ttrace/ui/problems_banner.h"
 #include "ttrace/ui/run_summary_bar.h"
+#include "ttrace/ui/startup_localize.h"
+#include "ttrace/ui/warnings_dock.h"
 #include "ttrace/ui/widget_png.h"
 
 #include <QAction>
@@ -68,7 +75,10 @@ MainWindow::MainWindow(QWidget* parent)
     , summary_(new RunSummaryBar(this))
     , problems_(new ProblemsBanner(this))
     , tree_(new LayerTreePane(model_, this))
-    , drill_(new DrillDownPane(model_, this)) {
+    , drill_(new DrillDownPane(model_, this))
+    , headline_(new HeadlineBar(this))
+    , warnings_(new WarningsModel(this))
+    , warningsDock_(new WarningsDock(warnings_, this)) {
     setWindowTitle(tr("TTrace Explorer"));
     setObjectName(QStringLiteral("mainWindow"));
     setAcceptDrops(true);
@@ -87,15 +97,35 @@ MainWindow::MainWindow(QWidget* parent)
     layout->setContentsMargins(0, 0, 0, 0);
     layout->setSpacing(0);
     layout->addWidget(summary_);
+    layout->addWidget(headline_);
     auto* bannerBox = new QVBoxLayout;
     bannerBox->setContentsMargins(8, 6, 8, 0);
     bannerBox->addWidget(problems_);
     layout->addLayout(bannerBox);
     layout->addWidget(splitter, 1);
     setCentralWidget(central);
+    addDockWidget(Qt::BottomDockWidgetArea, warningsDock_);
+    warningsDock_->hide();
 
-    createMenus();
     createStatusBar();
+    localizeUi_ = new LocalizeUi({this, model_, tree_, drill_, headline_, statusBar()}, this);
+    startup_ = new StartupLocalize(localizeUi_, this);
+    connect(startup_, &StartupLocalize::done, this, &MainWindow::storyReady);
+    createMenus();
+    connect(headline_, &HeadlineBar::activated, this, [this] {
+        if (const DiffResult* r = model_->results().final()) {
+            showStory(*r);
+        }
+    });
+    connect(warningsDock_, &WarningsDock::moduleActivated, this,
+            [this](const QString& module, qlonglong tensor) {
+                const auto& results = model_->results();
+                const auto column =
+                    tensor >= 0 && static_cast<std::size_t>(tensor) < results.size()
+                        ? columnOfKind(results.tensor(static_cast<std::size_t>(tensor)).id.kind)
+                        : std::nullopt;
+                tree_->selectModule(module, column.value_or(model_->divergentColumn(module)));
+            });
 
     connect(loader_, &LoadController::started, this, &MainWindow::onLoadStarted);
     connect(loader_, &LoadController::progress, this, [this](double f, const QString& what) {
@@ -146,6 +176,12 @@ void MainWindow::createMenus() {
                     [this] { exportPngInteractive(drill_, tr("drill-down")); });
     file->addAction(tr("Export &Markdown Report..."), QKeySequence(Qt::CTRL | Qt::Key_E), this,
                     &MainWindow::exportMarkdownInteractive);
+    auto* copyShot = file->addAction(tr("Copy &Screenshot"),
+                                     QKeySequence(Qt::CTRL | Qt::ALT | Qt::Key_C), this, [this] {
+                                         QApplication::clipboard()->setImage(screenshot());
+                                         statusBar()->showMessage(tr("Screenshot copied"), 3000);
+                                     });
+    copyShot->setObjectName(QStringLiteral("copyScreenshotAction"));
     file->addAction(tr("&Copy Markdown Report"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_C),
                     this, [this] { QApplication::clipboard()->setText(markdownReport()); });
     file->addSeparator();
@@ -162,12 +198,18 @@ void MainWindow::createMenus() {
 
     auto* module = menuBar()->addMenu(tr("&Module"));
     module->setToolTipsVisible(true);
-    localize_ = module->addAction(style()->standardIcon(QStyle::SP_FileDialogContentsView),
-                                  tr("&Localize"));
-    localize_->setObjectName(QStringLiteral("localizeAction"));
-    localize_->setEnabled(false);
-    localize_->setToolTip(tr("No agent connected: localization arrives with the agent"));
-    localize_->setStatusTip(localize_->toolTip());
+    module->addAction(localizeUi_->localizeAction());
+    module->addAction(localizeUi_->localizeAllAction());
+    module->addAction(localizeUi_->cancelAction());
+    module->addSeparator();
+    module->addAction(localizeUi_->connectAction());
+    module->addAction(tr("&Reconnect"), localizeUi_->session(), &AgentSession::reconnect);
+    view->addSeparator();
+    view->addAction(warningsDock_->toggleViewAction());
+    auto* tree = tree_->treeView();
+    tree->setContextMenuPolicy(Qt::ActionsContextMenu);
+    tree->addAction(localizeUi_->localizeAction());
+    tree->addAction(localizeUi_->localizeAllAction());
 
     auto* help = menuBar()->addMenu(tr("&Help"));
     help->addAction(tr("&About"), this, [this] {
@@ -188,7 +230,9 @@ void MainWindow::createMenus() {
     toolbar->addAction(tree_->previousDivergentAction());
     toolbar->addAction(tree_->nextDivergentAction());
     toolbar->addSeparator();
-    toolbar->addAction(localize_);
+    toolbar->addAction(localizeUi_->connectAction());
+    toolbar->addAction(localizeUi_->localizeAction());
+    toolbar->addAction(localizeUi_->localizeAllAction());
     toolbar->addSeparator();
     toolbar->addAction(exportWindow);
 }
@@ -254,6 +298,7 @@ void MainWindow::openBundles(const QString& reference, const QString& candidate)
     rebuildRecentMenu();
     setWindowTitle(tr("%1 vs %2 — TTrace Explorer")
                        .arg(QFileInfo(candidate_).fileName(), QFileInfo(reference_).fileName()));
+    localizeUi_->setBundles(reference_, candidate_);
     loader_->start(reference_, candidate_);
 }
 
@@ -266,6 +311,9 @@ void MainWindow::onLoadStarted() {
     drill_->showTensor(std::nullopt);
     problems_->clear();
     shownProblems_.clear();
+    headline_->clear();
+    warnings_->clear();
+    warningsDock_->hide();
     summary_->setBundles(reference_, candidate_);
     summary_->setLoading(0.0);
     progress_->setValue(0);
@@ -303,39 +351,69 @@ void MainWindow::onProblems(const Diagnostics& problems, bool fatal) {
 
 void MainWindow::onFinished(const std::shared_ptr<const DiffResult>& result) {
     model_->setFinalResult(result);
-    // Merge findings (holes, overlaps, replicas that disagree) belong to single tensors; the
-    // banner collects them so a broken candidate cannot go unnoticed.
-    Diagnostics problems = result->diagnostics;
-    std::set<std::string> seen;
-    for (const auto& d : problems) {
-        seen.insert(d.toString());
-    }
-    for (const auto& t : result->tensors) {
-        for (const auto& d : t.findings) {
-            if (seen.insert(d.toString()).second) {
-                problems.push_back(d);
-            }
+    // Bundle errors keep the banner; warnings (replicas that disagree, ...) are grouped by kind
+    // and module in the dock, so they inform without crowding out the story.
+    warnings_->setGroups(groupWarnings(*result));
+    warningsDock_->setVisible(!warnings_->groups().empty());
+    // A few group rows: the dock informs, the tree and drill-down keep the space.
+    resizeDocks({warningsDock_},
+                {std::min(40 + 22 * static_cast<int>(warnings_->groups().size()), 150)},
+                Qt::Vertical);
+    Diagnostics errors;
+    for (const auto& g : warnings_->groups()) {
+        if (g.severity == Severity::Error) {
+            errors.insert(errors.end(), g.items.begin(), g.items.end());
         }
     }
-    if (!problems.empty()) {
-        shownProblems_.insert(shownProblems_.end(), problems.begin(), problems.end());
-        problems_->setProblems(hasErrors(problems)
-                                   ? tr("The bundles have problems; affected tensors are marked "
-                                        "invalid (purple).")
-                                   : tr("Warnings while comparing the bundles."),
+    if (!errors.empty()) {
+        shownProblems_.insert(shownProblems_.end(), errors.begin(), errors.end());
+        problems_->setProblems(tr("The bundles have problems; affected tensors are marked "
+                                  "invalid (purple)."),
                                shownProblems_);
     }
     tree_->setSteps(model_->results().iterations(), model_->results().microBatches());
     tree_->refresh();
-    if (!tree_->selectFirstDivergence() && model_->rowCount() > 0) {
-        tree_->selectModule(model_->index(0, 0).data(ModuleNameRole).toString(), kWorstColumn);
-    }
+    localizeUi_->setResult(result);
+    showStory(*result);
     updateVerdict();
     progress_->hide();
     cancelButton_->hide();
     cancel_->setEnabled(false);
     progressText_->setText(tr("Compared %1 tensors.").arg(result->tensors.size()));
-    emit loadingFinished(!hasErrors(shownProblems_));
+    const bool ok = !hasErrors(shownProblems_);
+    emit loadingFinished(ok);
+    startup_->onLoaded(ok);
+}
+
+void MainWindow::showStory(const DiffResult& result) {
+    const StoryHeadline story = storyHeadline(result);
+    headline_->setHeadline(story);
+    if (story.divergent) {
+        // The story starts at its iteration: the tree shows that step, the first divergence
+        // in time selected in the column of its tensor kind.
+        tree_->setIteration(story.iteration);
+        const QString module = story.module;
+        if (tree_->selectModule(
+                module, columnOfKind(story.kind).value_or(model_->divergentColumn(module)))) {
+            return;
+        }
+    }
+    if (!tree_->selectFirstDivergence() && model_->rowCount() > 0) {
+        tree_->selectModule(model_->index(0, 0).data(ModuleNameRole).toString(), kWorstColumn);
+    }
+}
+
+QAction* MainWindow::localizeAction() const {
+    return localizeUi_->localizeAction();
+}
+
+void MainWindow::setStartupLocalize(const QString& what) {
+    startup_->setRequest(what);
+}
+
+QImage MainWindow::screenshot() {
+    drill_->replotNow();
+    return grab().toImage();
 }
 
 void MainWindow::onStopped(const QString& why) {
@@ -349,6 +427,7 @@ void MainWindow::onStopped(const QString& why) {
         summary_->setCancelled();
     }
     emit loadingFinished(false);
+    startup_->onLoaded(false);
 }
 
 void MainWindow::updateVerdict() {
@@ -368,6 +447,16 @@ QString MainWindow::markdownReport() const {
     view.candidate = candidate_;
     view.selectedTensor = drill_->currentTensor();
     view.problems = problems_->lines();
+    for (const auto& g : warnings_->groups()) {
+        if (g.severity == Severity::Warning) {
+            view.problems << tr("warning: %1 · %2 · %3 finding(s)")
+                                 .arg(QString::fromStdString(g.code),
+                                      g.module.empty() ? tr("bundle")
+                                                       : QString::fromStdString(g.module))
+                                 .arg(g.items.size());
+        }
+    }
+
     return ttrace::ui::markdownReport(*model_, view);
 }
 

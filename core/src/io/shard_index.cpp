@@ -2,6 +2,7 @@
 
 #include "io/file_integrity.h"
 #include "io/h5_handle.h"
+#include "ttrace/placement_attributes.h"
 
 #include <array>
 #include <mutex>
@@ -46,85 +47,39 @@ bool storageMatches(hid_t type, DType dtype) {
     return false;
 }
 
-// A placement that cannot be used: its problem kind (a diagnostic code) and message.
-struct PlacementError {
-    const char* code = "bad-placement";
-    std::string message;
-};
-
 std::optional<Placement> readPlacement(hid_t dataset, const Shape& localShape, bool isScalar,
-                                       PlacementError& failure) {
-    std::string& error = failure.message;
-    Placement p;
-    p.isScalar = isScalar;
+                                       PlacementProblem& problem) {
+    PlacementAttributes a;
+    a.isScalar = isScalar;
+    problem.code = "bad-placement";
     const auto globalShape = h5::readIntArrayAttr(dataset, "global_shape");
     if (!globalShape || globalShape->dims.size() != 1) {
-        error = "attribute 'global_shape' is missing or not a 1-D integer array";
+        problem.message = "attribute 'global_shape' is missing or not a 1-D integer array";
         return std::nullopt;
     }
-    p.globalShape = globalShape->values;
+    a.globalShape = globalShape->values;
     const auto kind = h5::readStringAttr(dataset, "placement");
     const auto combine = h5::readStringAttr(dataset, "combine");
     if (!kind || !combine) {
-        error = "attribute 'placement' or 'combine' is missing";
+        problem.message = "attribute 'placement' or 'combine' is missing";
         return std::nullopt;
     }
-    const auto parsedCombine = parseCombine(*combine);
-    if (!parsedCombine) {
-        error = "unknown combine '" + *combine + "' (expected copy, sum or replica)";
-        return std::nullopt;
+    a.placement = *kind;
+    a.combine = *combine;
+    a.partialIndex = h5::readIntAttr(dataset, "partial_index").value_or(0);
+    if (auto boxes = h5::readIntArrayAttr(dataset, "boxes")) {
+        a.boxes = std::move(boxes->values);
+        if (boxes->dims.size() == 2) {
+            a.boxesWidth = boxes->dims[1];
+        }
     }
-    p.combine = *parsedCombine;
-    p.partialIndex = h5::readIntAttr(dataset, "partial_index").value_or(0);
-    if (*kind == "boxes") {
-        p.kind = PlacementKind::Boxes;
-        const auto boxes = h5::readIntArrayAttr(dataset, "boxes");
-        const auto ndim = static_cast<std::int64_t>(p.globalShape.size());
-        if (!boxes) {
-            error = "attribute 'boxes' is missing or not an integer array";
-            return std::nullopt;
+    if (auto ranges = h5::readIntArrayAttr(dataset, "flat_ranges")) {
+        a.flatRanges = std::move(ranges->values);
+        if (ranges->dims.size() == 2) {
+            a.flatWidth = ranges->dims[1];
         }
-        const std::int64_t width = boxes->dims.size() == 2
-                                       ? boxes->dims[1]
-                                       : static_cast<std::int64_t>(boxes->values.size());
-        if (width != 3 * ndim ||
-            (ndim > 0 && boxes->values.size() % static_cast<std::size_t>(width) != 0)) {
-            error = "attribute 'boxes' must have shape [nbox, " + std::to_string(3 * ndim) + "]";
-            return std::nullopt;
-        }
-        const std::size_t nbox =
-            ndim == 0 ? 1 : boxes->values.size() / static_cast<std::size_t>(width);
-        for (std::size_t b = 0; b < nbox; ++b) {
-            Box box;
-            for (std::int64_t d = 0; d < ndim; ++d) {
-                const std::size_t base =
-                    b * static_cast<std::size_t>(width) + static_cast<std::size_t>(3 * d);
-                box.dims.push_back(
-                    {boxes->values[base], boxes->values[base + 1], boxes->values[base + 2]});
-            }
-            p.boxes.push_back(std::move(box));
-        }
-    } else if (*kind == "flat") {
-        p.kind = PlacementKind::Flat;
-        const auto ranges = h5::readIntArrayAttr(dataset, "flat_ranges");
-        if (!ranges || ranges->values.size() % 3 != 0 ||
-            (ranges->dims.size() == 2 && ranges->dims[1] != 3)) {
-            error = "attribute 'flat_ranges' is missing or not shaped [n, 3]";
-            return std::nullopt;
-        }
-        for (std::size_t i = 0; i + 2 < ranges->values.size(); i += 3) {
-            p.ranges.push_back({ranges->values[i], ranges->values[i + 1], ranges->values[i + 2]});
-        }
-    } else {
-        error = "unknown placement '" + *kind + "' (expected boxes or flat)";
-        return std::nullopt;
     }
-    if (auto problem = checkPlacement(p, localShape)) {
-        failure.code = withinGlobalShape(p) ? "bad-placement" : "placement-outside";
-        error = "placement " + *problem;
-        return std::nullopt;
-    }
-    return p;
+    return placementFromAttributes(a, localShape, problem);
 }
 
 void indexDataset(hid_t file, const char* name, VisitState& state) {
@@ -194,10 +149,10 @@ void indexDataset(hid_t file, const char* name, VisitState& state) {
         shard.localShape.push_back(static_cast<std::int64_t>(dims[static_cast<std::size_t>(d)]));
     }
     const bool isScalar = h5::readIntAttr(dataset.get(), "is_scalar").value_or(0) != 0;
-    PlacementError error;
-    auto placement = readPlacement(dataset.get(), shard.localShape, isScalar, error);
+    PlacementProblem problem;
+    auto placement = readPlacement(dataset.get(), shard.localShape, isScalar, problem);
     if (!placement) {
-        fail(error.code, error.message);
+        fail(problem.code, problem.message);
         return;
     }
     shard.placement = std::move(*placement);

@@ -37,8 +37,41 @@ void LayerTreeModel::clear() {
     root_ = std::make_unique<Node>();
     byName_.clear();
     results_.clear();
+    localize_.clear();
     endResetModel();
     emit resultsChanged();
+}
+
+void LayerTreeModel::setReplaying(const std::string& module) {
+    localizeChanged(localize_.setReplaying(module));
+}
+
+void LayerTreeModel::addLocalizeVerdict(const replay::ModuleVerdict& verdict) {
+    localizeChanged(localize_.add(verdict));
+}
+
+void LayerTreeModel::finishLocalize(const replay::LocalizeResult& result) {
+    localizeChanged(localize_.finish(result));
+}
+
+void LayerTreeModel::clearLocalize() {
+    std::vector<std::string> shown;
+    for (const auto& [name, node] : byName_) {
+        if (localize_.badge(name) != LocalizeBadge::None) {
+            shown.push_back(name);
+        }
+    }
+    localize_.clear();
+    localizeChanged(shown);
+}
+
+void LayerTreeModel::localizeChanged(const std::vector<std::string>& modules) {
+    for (const auto& name : modules) {
+        if (const auto it = byName_.find(name); it != byName_.end()) {
+            const QModelIndex index = indexOf(it->second, kNameColumn);
+            emit dataChanged(index, index, {LocalizeBadgeRole, Qt::ToolTipRole});
+        }
+    }
 }
 
 void LayerTreeModel::setModules(std::vector<ModuleInfo> modules) {
@@ -315,6 +348,13 @@ QVariant LayerTreeModel::nameData(const Node& node, int role) const {
             tip += QCoreApplication::translate("LayerTreeModel", "<br>divergence %1")
                        .arg(qstr(originName(module->origin)));
         }
+        if (const auto* v = localize_.verdict(node.name)) {
+            tip += QCoreApplication::translate("LayerTreeModel", "<br>replay: %1 (ratio %2)%3")
+                       .arg(localizeBadgeText(localize_.badge(node.name)), formatRatio(v->ratio),
+                            v->reason.empty()
+                                ? QString()
+                                : QStringLiteral(": ") + qstr(v->reason).toHtmlEscaped());
+        }
         return tip;
     }
     case StatusRole: {
@@ -322,6 +362,7 @@ QVariant LayerTreeModel::nameData(const Node& node, int role) const {
         return t ? static_cast<int>(results_.tensor(*t).status) : QVariant();
     }
     case OriginRole: return static_cast<int>(module ? module->origin : Origin::None);
+    case LocalizeBadgeRole: return static_cast<int>(localize_.badge(node.name));
     case AggregateRole: return !node.isModule;
     case TensorIndexRole:
         return node.worstInclusive ? static_cast<qlonglong>(*node.worstInclusive) : -1LL;

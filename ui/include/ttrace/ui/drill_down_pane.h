@@ -12,6 +12,7 @@ namespace ttrace::ui {
 class ErrorHistogramPlot;
 class LayerTreeModel;
 class RatioHistoryPlot;
+class ReplayComparisonPlot;
 class ShardErrorPlot;
 class StatsTable;
 class StatsTableModel;
@@ -29,6 +30,10 @@ public:
     [[nodiscard]] RatioHistoryPlot* historyPlot() const { return history_; }
     [[nodiscard]] ShardErrorPlot* shardPlot() const { return shards_; }
     [[nodiscard]] StatsTable* statsTable() const { return table_; }
+    [[nodiscard]] ReplayComparisonPlot* replayPlot() const { return replay_; }
+    // Shows the selected module's replay verdict beside its captured errors (after a verdict
+    // arrived); hidden while the module has none.
+    void refreshReplay();
     // Renders the plots now (before a screenshot; normally they replot when idle).
     void replotNow();
 
@@ -43,6 +48,7 @@ private:
     ShardErrorPlot* shards_;
     StatsTableModel* stats_;
     StatsTable* table_;
+    ReplayComparisonPlot* replay_;
 };
 
 } // namespace ttrace::ui

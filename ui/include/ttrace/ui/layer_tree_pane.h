@@ -39,6 +39,8 @@ public:
     // Selects a module's cell (clearing the search when it hides the module); returns whether
     // the module exists.
     bool selectModule(const QString& module, int column);
+    // Shows one iteration (nothing: all) in the step filter, if the selector offers it.
+    void setIteration(std::optional<std::int64_t> iteration);
     bool selectFirstDivergence();
     bool selectNextDivergent(bool forward);
     // Canonical name of the selected module, empty when none.

@@ -5,6 +5,7 @@
 #include "ttrace/diff_result.h"
 #include "ttrace/ui/models/recent_bundles.h"
 
+#include <QImage>
 #include <QMainWindow>
 #include <QString>
 
@@ -19,11 +20,16 @@ class QPushButton;
 namespace ttrace::ui {
 
 class DrillDownPane;
+class HeadlineBar;
 class LayerTreeModel;
 class LayerTreePane;
 class LoadController;
+class LocalizeUi;
 class ProblemsBanner;
 class RunSummaryBar;
+class StartupLocalize;
+class WarningsDock;
+class WarningsModel;
 
 class MainWindow : public QMainWindow {
     Q_OBJECT
@@ -40,7 +46,17 @@ public:
     [[nodiscard]] DrillDownPane* drillDownPane() const { return drill_; }
     [[nodiscard]] ProblemsBanner* problemsBanner() const { return problems_; }
     [[nodiscard]] RunSummaryBar* summaryBar() const { return summary_; }
-    [[nodiscard]] QAction* localizeAction() const { return localize_; }
+    [[nodiscard]] QAction* localizeAction() const;
+    [[nodiscard]] HeadlineBar* headlineBar() const { return headline_; }
+    [[nodiscard]] WarningsModel* warningsModel() const { return warnings_; }
+    [[nodiscard]] WarningsDock* warningsDock() const { return warningsDock_; }
+    [[nodiscard]] LocalizeUi* localizeUi() const { return localizeUi_; }
+
+    // After the next comparison finishes, localize `what` (a module name, or "all" for the walk
+    // from the first divergence) once the agent is connected; storyReady follows its end.
+    void setStartupLocalize(const QString& what);
+    // The window as a picture (headline, tree with verdicts, drill-down), plots rendered first.
+    [[nodiscard]] QImage screenshot();
     [[nodiscard]] QAction* cancelAction() const { return cancel_; }
 
     // Markdown report of the current view (step filter, selection, problems).
@@ -51,6 +67,9 @@ public:
 signals:
     // Loading ended (finished, failed or cancelled); `ok` is false when a bundle is broken.
     void loadingFinished(bool ok);
+    // The comparison ended and the startup localize (if any) has ended too: the window tells
+    // its whole story now (screenshots wait for this). `ok` as for loadingFinished.
+    void storyReady(bool ok);
 
 protected:
     void dragEnterEvent(QDragEnterEvent* event) override;
@@ -70,6 +89,7 @@ private:
     void onStopped(const QString& why);
     void onCurrentTensorChanged(std::optional<std::size_t> tensor);
     void updateVerdict();
+    void showStory(const ttrace::DiffResult& result);
 
     LayerTreeModel* model_;
     LoadController* loader_;
@@ -81,7 +101,11 @@ private:
     QLabel* progressText_ = nullptr;
     QPushButton* cancelButton_ = nullptr;
     QAction* cancel_ = nullptr;
-    QAction* localize_ = nullptr;
+    HeadlineBar* headline_;
+    WarningsModel* warnings_;
+    WarningsDock* warningsDock_;
+    LocalizeUi* localizeUi_ = nullptr;
+    StartupLocalize* startup_ = nullptr;
     QMenu* recentMenu_ = nullptr;
     RecentBundles recent_;
     QString reference_;

@@ -9,6 +9,7 @@
 // without tensors of a kind (or a name-only group such as "layers") shows the worst of its
 // descendants instead, flagged by AggregateRole, so a collapsed branch still shows its heat.
 #include "ttrace/manifest.h"
+#include "ttrace/ui/models/localize_verdicts.h"
 #include "ttrace/ui/models/result_set.h"
 #include "ttrace/ui/models/step_filter.h"
 #include "ttrace/ui/models/tensor_columns.h"
@@ -40,6 +41,13 @@ public:
     void setStepFilter(const StepFilter& filter);
     [[nodiscard]] const StepFilter& stepFilter() const { return filter_; }
     [[nodiscard]] const ResultSet& results() const { return results_; }
+
+    // Replay verdicts (badges of the name column); cleared with the results.
+    [[nodiscard]] const LocalizeVerdicts& localize() const { return localize_; }
+    void setReplaying(const std::string& module);
+    void addLocalizeVerdict(const replay::ModuleVerdict& verdict);
+    void finishLocalize(const replay::LocalizeResult& result);
+    void clearLocalize();
 
     [[nodiscard]] QModelIndex indexOfModule(const QString& name, int column = kNameColumn) const;
     // The tensor a cell shows (its worst under the step filter), if any.
@@ -96,11 +104,13 @@ private:
     [[nodiscard]] bool isDivergent(std::optional<std::size_t> tensor) const;
     QVariant nameData(const Node& node, int role) const;
     QVariant cellData(const Node& node, int column, int role) const;
+    void localizeChanged(const std::vector<std::string>& modules);
 
     std::unique_ptr<Node> root_;
     std::unordered_map<std::string, Node*> byName_;
     ResultSet results_;
     StepFilter filter_;
+    LocalizeVerdicts localize_;
 };
 
 } // namespace ttrace::ui

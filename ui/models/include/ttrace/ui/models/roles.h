@@ -18,6 +18,7 @@ enum Role : int {
     AggregateRole,                // bool: a group node showing its descendants' worst
     IsModuleRole,                 // bool: a captured module (not a name-only group)
     SortRole,                     // double used by the sort proxy
+    LocalizeBadgeRole,            // int(LocalizeBadge): the replay verdict of the module (column 0)
 };
 
 } // namespace ttrace::ui

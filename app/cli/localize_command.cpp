@@ -1,0 +1,125 @@
+#include "commands.h"
+#include "localize_args.h"
+#include "localize_table.h"
+
+#include "ttrace/bundle.h"
+#include "ttrace/diff_engine.h"
+#include "ttrace/replay/agent_judge.h"
+#include "ttrace/replay/localize_report.h"
+#include "ttrace/replay/token_file.h"
+
+#include <fstream>
+#include <iostream>
+
+namespace ttrace::cli {
+namespace {
+
+using namespace ttrace::replay;
+
+bool writeFile(const std::string& path, const std::string& text) {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    return out && (out << text) && out.flush();
+}
+
+int fail(const std::string& message) {
+    std::cerr << "ttrace localize: " << message << "\n";
+    return kExitBadInput;
+}
+
+// Named modules: one suspect each, at the requested (or first captured) iteration.
+std::vector<Suspect> namedSuspects(const LocalizeArgs& a, const AgentInfo& agent) {
+    std::vector<Suspect> out;
+    const std::int64_t iteration =
+        a.iteration.value_or(agent.iterations.empty() ? 0 : agent.iterations.front());
+    for (const auto& m : a.modules) {
+        out.push_back({m, iteration, a.phase == LocalizePhase::Step ? -1 : a.microBatch, a.phase, 0.0});
+    }
+    return out;
+}
+
+LocalizeResult runWalk(const LocalizeArgs& a, const AgentJudge& judge, const AgentInfo& agent,
+                       LocalizeTable& table) {
+    WalkCallbacks callbacks;
+    callbacks.onVerdict = [&table](const ModuleVerdict& v) { table.row(v); };
+    if (!a.modules.empty()) {
+        return judgeNamed(namedSuspects(a, agent), std::cref(judge), callbacks);
+    }
+    DiffOptions options;
+    options.tolerance = a.tolerance;
+    options.iteration = a.iteration;
+    options.useCache = a.useCache;
+    const auto diff = diffBundleDirs(a.bundles[0], a.bundles[1], options);
+    for (const auto& d : diff.diagnostics) {
+        std::cerr << d.toString() << "\n";
+    }
+    if (hasErrors(diff.diagnostics)) {
+        LocalizeResult r;
+        r.problems.push_back(makeError("bad-bundles", a.bundles[1],
+                                       "the bundles have errors (above): no reliable divergence to localize"));
+        return r;
+    }
+    table.diffLine(diff);
+    return walkDivergence(diff, std::cref(judge), callbacks);
+}
+
+} // namespace
+
+int runLocalize(std::span<const std::string_view> args) {
+    for (const auto arg : args) {
+        if (arg == "--help" || arg == "-h") {
+            std::cout << kLocalizeUsage;
+            return kExitOk;
+        }
+    }
+    LocalizeArgs a;
+    if (const auto error = parseLocalizeArgs(args, a); !error.empty()) {
+        std::cerr << "ttrace localize: " << error << "\n" << kLocalizeUsage;
+        return kExitBadInput;
+    }
+    const auto token = readTokenFile(a.tokenFile);
+    const auto endpoint = endpointFromHostPort(a.agent);
+    if (!token || !endpoint) {
+        return fail((token ? endpoint.error() : token.error()).message);
+    }
+    auto reference = openBundle(a.bundles[0]);
+    for (const auto& d : reference.diagnostics) {
+        std::cerr << "reference " << d.toString() << "\n";
+    }
+    if (!reference.ok()) {
+        return fail("the reference bundle " + a.bundles[0] + " cannot be used");
+    }
+    ClientOptions options;
+    options.endpoint = endpoint.value();
+    options.token = token.value();
+    options.requestTimeout = std::chrono::milliseconds(static_cast<std::int64_t>(a.timeoutSeconds * 1000.0));
+    AgentClient client(options);
+    const auto agent = client.hello().get();
+    if (!agent) {
+        return fail("handshake with the agent at " + a.agent + " failed: " + agent.error().toString());
+    }
+    AgentJudgeOptions judgeOptions;
+    judgeOptions.tolerance = a.tolerance;
+    const AgentJudge judge(client, agent.value(), *reference.bundle, judgeOptions);
+    LocalizeTable table(std::cout);
+    table.agentLine(agent.value(), a.agent);
+    const auto result = runWalk(a, judge, agent.value(), table);
+    table.conclusion(result);
+    const LocalizeContext context{a.bundles[0], a.bundles[1], options.endpoint, agent->agent, agent->worldSize};
+    if (!a.json.empty() && !writeFile(a.json, localizeResultToJson(result, context))) {
+        return fail("cannot write " + a.json);
+    }
+    if (!a.markdown.empty() && !writeFile(a.markdown, localizeResultToMarkdown(result, context))) {
+        return fail("cannot write " + a.markdown);
+    }
+    if (a.shutdown) {
+        if (const auto done = client.shutdownAgent().get(); !done) {
+            std::cerr << "ttrace localize: shutting the agent down failed: " << done.error().toString() << "\n";
+        }
+    }
+    if (!result.problems.empty() || result.cancelled) {
+        return kExitBadInput;
+    }
+    return result.introduced() ? kExitDivergent : kExitOk;
+}
+
+} // namespace ttrace::cli

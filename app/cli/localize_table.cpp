@@ -1,0 +1,59 @@
+#include "localize_table.h"
+
+#include "ttrace/replay/localize_report.h"
+#include "ttrace/replay/localize_walk.h"
+#include "ttrace/report_markdown.h"
+
+#include <iomanip>
+
+namespace ttrace::cli {
+
+using namespace ttrace::replay;
+
+void LocalizeTable::agentLine(const AgentInfo& agent, const std::string& address) {
+    out_ << "agent      " << agent.agent << " at " << address << " (" << agent.worldSize
+         << " ranks, " << (agent.precision.empty() ? "?" : agent.precision) << ", "
+         << agent.modules.size() << " modules)\n";
+}
+
+void LocalizeTable::diffLine(const DiffResult& diff) {
+    const auto& s = diff.summary;
+    out_ << "diff       " << s.compared << " tensors compared, " << s.divergent
+         << " divergent, max ratio " << formatNumber(s.maxRatio) << "\n";
+    if (const auto start = firstDivergence(diff)) {
+        out_ << "first divergence in iteration " << start->iteration << ", "
+             << localizePhaseName(start->phase) << "\n";
+    }
+}
+
+void LocalizeTable::header() {
+    out_ << "\n  " << std::left << std::setw(44) << "module" << std::setw(20) << "phase"
+         << std::setw(16) << "verdict" << std::right << std::setw(12) << "replay ratio"
+         << std::setw(9) << "time (s)" << "\n";
+}
+
+void LocalizeTable::row(const ModuleVerdict& v) {
+    if (!headerShown_) {
+        header(); // only when something is replayed
+        headerShown_ = true;
+    }
+    const std::string name = std::string(static_cast<std::size_t>(2 * v.level), ' ') +
+                             (v.suspect.module.empty() ? "(every parameter)" : v.suspect.module);
+    out_ << "  " << std::left << std::setw(44) << name << std::setw(20)
+         << localizePhaseName(v.suspect.phase) << std::setw(16) << verdictName(v.verdict)
+         << std::right << std::setw(12) << formatNumber(v.ratio) << std::setw(9)
+         << std::fixed << std::setprecision(2) << v.seconds << std::defaultfloat << "\n";
+    if (!v.reason.empty()) {
+        out_ << "      " << v.reason << "\n";
+    }
+    out_ << std::flush;
+}
+
+void LocalizeTable::conclusion(const LocalizeResult& r) {
+    for (const auto& p : r.problems) {
+        out_ << "\nerror: " << p.toString() << "\n";
+    }
+    out_ << "\n" << (r.introduced() ? "INTRODUCED: " : "") << localizeConclusion(r) << "\n";
+}
+
+} // namespace ttrace::cli

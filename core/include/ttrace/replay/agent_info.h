@@ -1,0 +1,38 @@
+#pragma once
+// What the agent says about itself in the `hello` handshake and in `ping` replies.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace ttrace::replay {
+
+struct AgentModule {
+    std::string name;
+    std::string type;
+    bool replayable = false;
+    std::string why; // empty when replayable, else the reason (e.g. "stochastic: ...")
+};
+
+struct AgentInfo {
+    std::string agent; // e.g. "ttrace 0.1.0"
+    int protocol = 0;
+    int worldSize = 0;
+    std::map<std::string, int> parallel;
+    std::string role;
+    std::string precision;
+    std::string bundle;    // the candidate bundle's path on the agent's host
+    std::string reference; // the reference bundle's path there
+    std::vector<std::int64_t> iterations;
+    int microBatches = 0;
+    std::vector<AgentModule> modules;
+
+    [[nodiscard]] const AgentModule* findModule(const std::string& name) const;
+};
+
+struct PingReply {
+    bool busy = false;
+    double uptimeSeconds = 0.0;
+};
+
+} // namespace ttrace::replay

@@ -1,0 +1,67 @@
+#pragma once
+// What `ttrace localize` found: one verdict per replayed module, in the order judged, and the
+// modules (or the optimizer phase and its parameters) that hold the bug.
+#include "ttrace/diagnostic.h"
+#include "ttrace/replay/replay_judge.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ttrace::replay {
+
+// The causal phases of one iteration, in time order.
+enum class LocalizePhase { Forward, Backward, Reduction, Step };
+std::string_view localizePhaseName(LocalizePhase phase); // "forward", ..., "gradient reduction", "optimizer step"
+
+struct DivergenceStart {
+    std::int64_t iteration = 0;
+    LocalizePhase phase = LocalizePhase::Forward;
+    auto operator<=>(const DivergenceStart&) const = default;
+};
+
+// One module to replay: where its divergence shows first.
+struct Suspect {
+    std::string module; // "" with phase Step: every parameter
+    std::int64_t iteration = 0;
+    std::int64_t microBatch = 0;
+    LocalizePhase phase = LocalizePhase::Forward;
+    double diffRatio = 0.0; // its worst phase-output ratio in the diff (0 when named by hand)
+};
+
+enum class Verdict {
+    Introduced,    // still diverges given the reference's inputs: the bug is here
+    Inherited,     // agrees given the reference's inputs: the divergence came from upstream
+    NotReplayable, // cannot be judged by replay (reason says why)
+};
+std::string_view verdictName(Verdict verdict); // "introduced", "inherited", "not replayable"
+
+struct ModuleVerdict {
+    Suspect suspect;
+    Verdict verdict = Verdict::NotReplayable;
+    std::string reason;         // for NotReplayable (and notes on the others)
+    double ratio = 0.0;         // worst replay ratio (error / replay tolerance)
+    double agentSeconds = 0.0;  // the replay's wall time on the agent
+    double seconds = 0.0;       // request to judgement, as seen by the client
+    ReplayJudgement judgement;  // per tensor
+    int level = 0;              // 0 for a root of the walk, 1 for its children, ...
+};
+
+struct LocalizeResult {
+    std::optional<DivergenceStart> start; // absent: nothing diverges
+    std::vector<ModuleVerdict> verdicts;  // in the order judged
+    std::vector<std::string> guilty;      // the deepest introduced modules
+    // For bugs outside any module's forward/backward: "gradient reduction" or "optimizer step",
+    // with the modules whose parameters are affected.
+    std::optional<LocalizePhase> guiltyPhase;
+    std::vector<std::string> guiltyParameters;
+    Diagnostics problems; // transport or agent failures (the walk stopped early)
+    bool cancelled = false;
+    double seconds = 0.0; // the whole walk
+
+    [[nodiscard]] bool introduced() const { return !guilty.empty() || guiltyPhase.has_value(); }
+};
+
+} // namespace ttrace::replay

@@ -1,0 +1,80 @@
+#include "ttrace/replay/localize_report.h"
+
+#include "ttrace/report_markdown.h"
+
+#include <sstream>
+
+namespace ttrace::replay {
+namespace {
+
+std::string joined(const std::vector<std::string>& names) {
+    std::string out;
+    for (const auto& n : names) {
+        out += (out.empty() ? "" : ", ") + n;
+    }
+    return out;
+}
+
+std::string moduleLabel(const ModuleVerdict& v) {
+    const std::string name = v.suspect.module.empty() ? "(every parameter)" : v.suspect.module;
+    return std::string(static_cast<std::size_t>(2 * v.level), ' ') + name;
+}
+
+// Markdown table cells must not contain pipes or newlines.
+std::string cell(std::string text) {
+    for (auto& ch : text) {
+        if (ch == '|' || ch == '\n') {
+            ch = ' ';
+        }
+    }
+    return text;
+}
+
+} // namespace
+
+std::string localizeConclusion(const LocalizeResult& r) {
+    if (r.guiltyPhase) {
+        return "introduced in " + std::string(localizePhaseName(*r.guiltyPhase)) +
+               (r.guiltyParameters.empty() ? std::string()
+                                           : ": parameters of " + joined(r.guiltyParameters));
+    }
+    if (!r.guilty.empty()) {
+        return "introduced in: " + joined(r.guilty);
+    }
+    if (!r.start) {
+        return "nothing diverges";
+    }
+    return "nothing introduced";
+}
+
+std::string localizeResultToMarkdown(const LocalizeResult& r, const LocalizeContext& c) {
+    std::ostringstream out;
+    out << "# TTrace localize\n\n";
+    out << "- reference: `" << c.reference << "`\n- candidate: `" << c.candidate << "`\n";
+    out << "- agent: " << c.agent << " at `" << c.endpoint << "` (" << c.worldSize << " ranks)\n";
+    if (r.start) {
+        out << "- first divergence: iteration " << r.start->iteration << ", "
+            << localizePhaseName(r.start->phase) << "\n";
+    }
+    out << "\n**" << localizeConclusion(r) << "**\n\n";
+    if (!r.verdicts.empty()) {
+        out << "| module | phase | iteration | micro-batch | verdict | replay ratio | diff ratio | "
+               "time (s) |\n|---|---|---|---|---|---|---|---|\n";
+        for (const auto& v : r.verdicts) {
+            out << "| `" << cell(moduleLabel(v)) << "` | " << localizePhaseName(v.suspect.phase)
+                << " | " << v.suspect.iteration << " | " << v.suspect.microBatch << " | "
+                << verdictName(v.verdict) << (v.reason.empty() ? "" : " (" + cell(v.reason) + ")")
+                << " | " << formatNumber(v.ratio) << " | " << formatNumber(v.suspect.diffRatio)
+                << " | " << formatNumber(v.seconds) << " |\n";
+        }
+    }
+    for (const auto& p : r.problems) {
+        out << "\n> " << cell(p.toString()) << "\n";
+    }
+    out << "\nReplay ratio: the module's error given the reference's inputs over its own round-off "
+           "floor, measured by replaying the reference's perturbed inputs (docs/tolerance.md, "
+           "\"Localize\"). Above 1: the module introduces the divergence.\n";
+    return out.str();
+}
+
+} // namespace ttrace::replay

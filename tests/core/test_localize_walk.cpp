@@ -1,0 +1,236 @@
+// The localize walk on synthetic diffs with a scripted judge: where it starts (first
+// divergence in time), the order it replays in, the subtree rule (inherited roots are not
+// descended into, introduced ones are narrowed to their introduced children), the optimizer
+// phases, and stopping on an agent failure or cancellation.
+#include "ttrace/replay/localize_walk.h"
+
+#include <QtTest>
+
+#include <map>
+
+using namespace ttrace;
+using namespace ttrace::replay;
+
+namespace {
+
+TensorResult tensor(const std::string& module, TensorKind kind, std::int64_t iteration,
+                    std::int64_t mb, double ratio) {
+    TensorResult t;
+    t.id = {"nominal", iteration, mb, module, kind, "0"};
+    t.ratio = ratio;
+    t.status = ratio > 1.0 ? Status::Divergent : Status::Clean;
+    return t;
+}
+
+DiffResult diffOf(const std::vector<std::string>& modules, std::vector<TensorResult> tensors) {
+    DiffResult d;
+    for (std::size_t i = 0; i < modules.size(); ++i) {
+        ModuleResult m;
+        m.name = modules[i];
+        m.order = static_cast<int>(i);
+        d.modules.push_back(m);
+    }
+    d.tensors = std::move(tensors);
+    return d;
+}
+
+const std::vector<std::string> kModules{"embedding", "layers.0", "layers.0.attn", "layers.0.mlp",
+                                        "layers.1", "layers.1.attn", "layers.1.mlp", "loss"};
+
+// Every module's forward output (and backward grads) diverges, from micro-batch 1 on.
+std::vector<TensorResult> everythingDiverges(const std::vector<std::string>& modules) {
+    std::vector<TensorResult> out;
+    for (const auto& m : modules) {
+        out.push_back(tensor(m, TensorKind::ForwardOutput, 0, 0, 0.5));
+        out.push_back(tensor(m, TensorKind::ForwardOutput, 0, 1, 1e4));
+        out.push_back(tensor(m, TensorKind::InputGrad, 0, 0, 1e3));
+        out.push_back(tensor(m, TensorKind::ForwardOutput, 1, 0, 1e5));
+    }
+    return out;
+}
+
+// A judge answering from a table and recording what it was asked.
+struct ScriptedJudge {
+    std::map<std::string, Verdict> verdicts; // default Inherited
+    std::vector<Suspect> asked;
+    ModuleVerdict operator()(const Suspect& s) {
+        asked.push_back(s);
+        ModuleVerdict v;
+        const auto it = verdicts.find(s.module);
+        v.verdict = it == verdicts.end() ? Verdict::Inherited : it->second;
+        v.ratio = v.verdict == Verdict::Introduced ? 50.0 : 0.2;
+        return v;
+    }
+    std::vector<std::string> names() const {
+        std::vector<std::string> out;
+        for (const auto& s : asked) {
+            out.push_back(s.module);
+        }
+        return out;
+    }
+};
+
+using Names = std::vector<std::string>;
+
+} // namespace
+
+class TestLocalizeWalk : public QObject {
+    Q_OBJECT
+private slots:
+    void startsAtTheFirstDivergenceInTime() {
+        // Iteration 1 forward diverges hugely; iteration 0 backward already diverges a little.
+        auto d = diffOf(kModules, {tensor("loss", TensorKind::ForwardOutput, 1, 0, 1e6),
+                                   tensor("layers.1.mlp", TensorKind::ParamGrad, 0, 1, 3.0),
+                                   tensor("embedding", TensorKind::ForwardInput, 0, 0, 9.0)});
+        const auto start = firstDivergence(d);
+        QVERIFY(start);
+        QCOMPARE(start->iteration, std::int64_t{0});
+        QCOMPARE(start->phase, LocalizePhase::Backward); // a diverging input alone does not count
+        QCOMPARE(phaseOf({"nominal", 2, -1, "x", TensorKind::Parameter, "w"}),
+                 (DivergenceStart{1, LocalizePhase::Step}));
+        QVERIFY(!firstDivergence(diffOf(kModules, {tensor("loss", TensorKind::ForwardOutput, 0, 0, 0.9)})));
+    }
+
+    void inheritedRootsAreNotDescendedInto() {
+        const auto d = diffOf(kModules, everythingDiverges(kModules));
+        ScriptedJudge judge{{{"embedding", Verdict::Introduced}}, {}};
+        std::vector<std::string> seen;
+        const auto r = walkDivergence(d, std::ref(judge), {[&](const ModuleVerdict& v) { seen.push_back(v.suspect.module); }, {}});
+        QCOMPARE(judge.names(), (Names{"embedding", "layers.0", "layers.1", "loss"}));
+        QCOMPARE(seen, judge.names());
+        QCOMPARE(r.guilty, (Names{"embedding"}));
+        QVERIFY(r.introduced());
+        QCOMPARE(r.start->phase, LocalizePhase::Forward);
+        // Each suspect is replayed at the first micro-batch where it diverges.
+        QCOMPARE(judge.asked.front().microBatch, std::int64_t{1});
+        QCOMPARE(judge.asked.front().diffRatio, 1e4);
+    }
+
+    void introducedRootsAreNarrowedToTheirIntroducedChildren() {
+        std::vector<std::string> divergent{"layers.0", "layers.0.attn", "layers.0.mlp", "layers.1",
+                                           "layers.1.attn", "layers.1.mlp", "loss"};
+        const auto d = diffOf(kModules, everythingDiverges(divergent));
+        ScriptedJudge judge{{{"layers.0", Verdict::Introduced}, {"layers.0.mlp", Verdict::Introduced}}, {}};
+        const auto r = walkDivergence(d, std::ref(judge), {});
+        QCOMPARE(judge.names(), (Names{"layers.0", "layers.0.attn", "layers.0.mlp", "layers.1", "loss"}));
+        QCOMPARE(r.guilty, (Names{"layers.0.mlp"}));
+        QCOMPARE(r.verdicts[1].level, 1);
+        QCOMPARE(r.verdicts[0].level, 0);
+    }
+
+    void anIntroducedRootWithInheritedChildrenIsGuiltyItself() {
+        const auto d = diffOf(kModules, everythingDiverges({"layers.1", "layers.1.attn", "layers.1.mlp", "loss"}));
+        ScriptedJudge judge{{{"layers.1", Verdict::Introduced}}, {}};
+        const auto r = walkDivergence(d, std::ref(judge), {});
+        QCOMPARE(judge.names(), (Names{"layers.1", "layers.1.attn", "layers.1.mlp", "loss"}));
+        QCOMPARE(r.guilty, (Names{"layers.1"}));
+    }
+
+    void notReplayableRootsAreJudgedThroughTheirChildren() {
+        const auto d = diffOf(kModules, everythingDiverges({"layers.1", "layers.1.attn", "layers.1.mlp"}));
+        ScriptedJudge judge{{{"layers.1", Verdict::NotReplayable}, {"layers.1.attn", Verdict::Introduced}}, {}};
+        const auto r = walkDivergence(d, std::ref(judge), {});
+        QCOMPARE(judge.names(), (Names{"layers.1", "layers.1.attn", "layers.1.mlp"}));
+        QCOMPARE(r.guilty, (Names{"layers.1.attn"}));
+    }
+
+    void backwardIsWalkedFromTheLoss() {
+        std::vector<TensorResult> t;
+        for (const auto& m : kModules) {
+            t.push_back(tensor(m, TensorKind::InputGrad, 0, 0, m == "embedding" ? 0.1 : 20.0));
+        }
+        const auto d = diffOf(kModules, t);
+        ScriptedJudge judge{{{"loss", Verdict::Introduced}}, {}};
+        const auto r = walkDivergence(d, std::ref(judge), {});
+        QCOMPARE(judge.names(), (Names{"loss", "layers.1", "layers.0"}));
+        QCOMPARE(judge.asked.front().phase, LocalizePhase::Backward);
+        QCOMPARE(r.guilty, (Names{"loss"}));
+    }
+
+    void gradientReductionBugs() {
+        // Every param_grad agrees; main_grad of two modules diverges, then their parameters.
+        std::vector<TensorResult> t{tensor("embedding", TensorKind::ParamGrad, 0, 0, 0.3),
+                                    tensor("embedding", TensorKind::MainGrad, 0, -1, 40.0),
+                                    tensor("loss", TensorKind::MainGrad, 0, -1, 0.2),
+                                    tensor("layers.0.mlp", TensorKind::MainGrad, 0, -1, 40.0),
+                                    tensor("embedding", TensorKind::ParamAfterStep, 0, -1, 40.0),
+                                    tensor("embedding", TensorKind::Parameter, 1, -1, 40.0),
+                                    tensor("embedding", TensorKind::ForwardOutput, 1, 0, 40.0)};
+        const auto d = diffOf(kModules, t);
+        ScriptedJudge agrees; // the step, fed the reference's main_grad, agrees
+        auto r = walkDivergence(d, std::ref(agrees), {});
+        QCOMPARE(agrees.asked.size(), std::size_t{1});
+        QCOMPARE(agrees.asked[0].module, std::string());
+        QCOMPARE(agrees.asked[0].phase, LocalizePhase::Step); // the step is what is replayed
+        QCOMPARE(r.start->phase, LocalizePhase::Reduction);
+        QCOMPARE(r.guiltyPhase, std::optional(LocalizePhase::Reduction));
+        QCOMPARE(r.guiltyParameters, (Names{"embedding", "layers.0.mlp"}));
+        QVERIFY(r.guilty.empty() && r.introduced());
+
+        // The step itself diverges given the reference's inputs: the step is guilty.
+        auto stepJudge = [](const Suspect&) {
+            ModuleVerdict v;
+            v.verdict = Verdict::Introduced;
+            TensorJudgement bad;
+            bad.id = {"nominal", 0, -1, "layers.0.mlp", TensorKind::ParamAfterStep, "weight"};
+            bad.status = Status::Divergent;
+            TensorJudgement good = bad;
+            good.id.module = "embedding";
+            good.status = Status::Clean;
+            v.judgement.tensors = {bad, good};
+            return v;
+        };
+        r = walkDivergence(d, stepJudge, {});
+        QCOMPARE(r.guiltyPhase, std::optional(LocalizePhase::Step));
+        QCOMPARE(r.guiltyParameters, (Names{"layers.0.mlp"}));
+    }
+
+    void cleanDiffsAskNothing() {
+        const auto d = diffOf(kModules, {tensor("loss", TensorKind::ForwardOutput, 0, 0, 0.9)});
+        ScriptedJudge judge;
+        const auto r = walkDivergence(d, std::ref(judge), {});
+        QVERIFY(judge.asked.empty());
+        QVERIFY(!r.start && !r.introduced());
+    }
+
+    void anAgentFailureStopsTheWalk() {
+        const auto d = diffOf(kModules, everythingDiverges(kModules));
+        int calls = 0;
+        auto failing = [&](const Suspect&) -> ModuleVerdict {
+            if (++calls == 2) {
+                throw ReplayAbort{makeError("timeout", "agent", "no reply within 300 s")};
+            }
+            return ModuleVerdict{};
+        };
+        const auto r = walkDivergence(d, failing, {});
+        QCOMPARE(calls, 2);
+        QCOMPARE(r.verdicts.size(), std::size_t{1});
+        QCOMPARE(r.problems.size(), std::size_t{1});
+        QCOMPARE(r.problems[0].code, std::string("timeout"));
+
+        ScriptedJudge judge;
+        int checks = 0;
+        const auto cancelled = walkDivergence(d, std::ref(judge), {{}, [&] { return ++checks > 2; }});
+        QVERIFY(cancelled.cancelled);
+        QCOMPARE(judge.asked.size(), std::size_t{2});
+    }
+
+    void namedModulesAreJudgedAlone() {
+        ScriptedJudge judge{{{"layers.0.mlp", Verdict::Introduced}}, {}};
+        const auto r = judgeNamed({{"layers.0.attn", 0, 0, LocalizePhase::Forward, 0.0},
+                                   {"layers.0.mlp", 0, 0, LocalizePhase::Forward, 0.0}},
+                                  std::ref(judge), {});
+        QCOMPARE(r.guilty, (Names{"layers.0.mlp"}));
+        QCOMPARE(r.verdicts.size(), std::size_t{2});
+    }
+
+    void parentsAreTheNearestDottedAncestor() {
+        const Names names{"layers", "layers.1", "layers.10.mlp", "layers.1.mlp.fc1"};
+        QCOMPARE(parentAmong("layers.1.mlp.fc1", names), std::string("layers.1"));
+        QCOMPARE(parentAmong("layers.10.mlp", names), std::string("layers"));
+        QCOMPARE(parentAmong("layers", names), std::string());
+    }
+};
+
+QTEST_GUILESS_MAIN(TestLocalizeWalk)
+#include "test_localize_walk.moc"

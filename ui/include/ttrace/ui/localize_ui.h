@@ -1,0 +1,96 @@
+#pragma once
+// The explorer's localize workflow: the agent connection (dialog, status indicator, reconnect),
+// the Localize (selected module) and Localize All actions, progress and Cancel in the status
+// bar, badges in the tree as verdicts arrive, and the conclusion in the headline. The replays
+// run on the LocalizeController's thread; everything here runs on the GUI thread.
+#include "ttrace/diff_result.h"
+#include "ttrace/replay/localize_result.h"
+#include "ttrace/ui/models/agent_target.h"
+
+#include <QObject>
+#include <QString>
+
+#include <memory>
+#include <optional>
+
+class QAction;
+class QLabel;
+class QProgressBar;
+class QPushButton;
+class QStatusBar;
+class QWidget;
+
+namespace ttrace::ui {
+
+class AgentSession;
+class AgentStatusWidget;
+class DrillDownPane;
+class HeadlineBar;
+class LayerTreeModel;
+class LayerTreePane;
+class LocalizeController;
+
+struct LocalizeUiParts {
+    QWidget* window = nullptr;
+    LayerTreeModel* model = nullptr;
+    LayerTreePane* tree = nullptr;
+    DrillDownPane* drill = nullptr;
+    HeadlineBar* headline = nullptr;
+    QStatusBar* statusBar = nullptr;
+};
+
+class LocalizeUi : public QObject {
+    Q_OBJECT
+public:
+    LocalizeUi(const LocalizeUiParts& parts, QObject* parent = nullptr);
+    ~LocalizeUi() override;
+
+    [[nodiscard]] QAction* connectAction() const { return connect_; }
+    [[nodiscard]] QAction* localizeAction() const { return localize_; }
+    [[nodiscard]] QAction* localizeAllAction() const { return localizeAll_; }
+    [[nodiscard]] QAction* cancelAction() const { return cancel_; }
+    [[nodiscard]] AgentSession* session() const { return session_; }
+    [[nodiscard]] AgentStatusWidget* statusWidget() const { return status_; }
+    [[nodiscard]] QProgressBar* progressBar() const { return progress_; }
+    [[nodiscard]] bool isRunning() const;
+
+    // A new pair of bundles is being opened / has been compared.
+    void setBundles(const QString& reference, const QString& candidate);
+    void setResult(std::shared_ptr<const DiffResult> result);
+
+    // Connects (and remembers the target for the open candidate bundle).
+    void connectTo(const AgentTarget& target);
+    // Opens the connect dialog; returns whether the user accepted.
+    bool chooseAgent();
+    // Localizes one module (the selected cell's phase when it is this module's) or the walk
+    // from the first divergence. False when it cannot start (no agent, no results, running).
+    bool localizeModule(const QString& module);
+    bool localizeSelected();
+    bool localizeAll();
+
+signals:
+    void localizeFinished(const ttrace::replay::LocalizeResult& result);
+
+private:
+    void updateActions();
+    std::optional<replay::Suspect> suspectFor(const QString& module) const;
+    bool start(std::vector<replay::Suspect> suspects);
+    void onFinished(const replay::LocalizeResult& result);
+
+    LocalizeUiParts parts_;
+    AgentSession* session_;
+    LocalizeController* controller_;
+    AgentStatusWidget* status_;
+    QProgressBar* progress_;
+    QLabel* progressText_;
+    QPushButton* cancelButton_;
+    QAction* connect_;
+    QAction* localize_;
+    QAction* localizeAll_;
+    QAction* cancel_;
+    QString reference_;
+    QString candidate_;
+    std::shared_ptr<const DiffResult> result_;
+};
+
+} // namespace ttrace::ui

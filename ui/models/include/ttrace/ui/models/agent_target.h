@@ -1,0 +1,26 @@
+#pragma once
+// Where the explorer finds a localize agent: HOST:PORT and the token file. Remembered per
+// candidate bundle in the settings, so reopening a bundle offers the agent that served it.
+#include <QString>
+
+namespace ttrace::ui {
+
+struct AgentTarget {
+    QString host = QStringLiteral("127.0.0.1");
+    int port = 0;
+    QString tokenFile;
+
+    [[nodiscard]] QString hostPort() const;
+    [[nodiscard]] bool isComplete() const {
+        return !host.isEmpty() && port > 0 && !tokenFile.isEmpty();
+    }
+    // "HOST:PORT" or "[V6]:PORT"; false when it is not of that form.
+    static bool parseHostPort(const QString& text, AgentTarget& out);
+    bool operator==(const AgentTarget&) const = default;
+};
+
+// The target last used with this candidate bundle (an empty target when none).
+AgentTarget rememberedAgent(const QString& candidateBundle);
+void rememberAgent(const QString& candidateBundle, const AgentTarget& target);
+
+} // namespace ttrace::ui

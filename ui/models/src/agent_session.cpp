@@ -1,0 +1,124 @@
+#include "ttrace/ui/models/agent_session.h"
+
+#include "ttrace/replay/token_file.h"
+
+#include <QCoreApplication>
+#include <QStringList>
+
+namespace ttrace::ui {
+namespace {
+
+QString qstr(const std::string& s) {
+    return QString::fromStdString(s);
+}
+
+QString tr(const char* text) {
+    return QCoreApplication::translate("AgentSession", text);
+}
+
+} // namespace
+
+QString agentLayout(const replay::AgentInfo& info) {
+    QStringList parts;
+    for (const auto& [name, size] : info.parallel) {
+        if (size > 1) {
+            parts << QStringLiteral("%1%2").arg(qstr(name).toUpper()).arg(size);
+        }
+    }
+    return parts.isEmpty() ? tr("single device") : parts.join(QStringLiteral("×"));
+}
+
+AgentSession::AgentSession(QObject* parent)
+    : QObject(parent) {}
+
+// The client's destructor completes a pending handshake with Closed on its owner thread; the
+// completion posts to this object, which Qt discards with the object's pending events.
+AgentSession::~AgentSession() = default;
+
+void AgentSession::connectTo(const AgentTarget& target) {
+    target_ = target;
+    client_.reset();
+    info_.reset();
+    error_.clear();
+    const quint64 generation = ++generation_;
+    const auto endpoint = replay::endpointFromHostPort(target.hostPort().toStdString());
+    if (!endpoint) {
+        fail(qstr(endpoint.error().message));
+        return;
+    }
+    const auto token = replay::readTokenFile(target.tokenFile.toStdString());
+    if (!token) {
+        fail(qstr(token.error().message));
+        return;
+    }
+    replay::ClientOptions options;
+    options.endpoint = endpoint.value();
+    options.token = token.value();
+    client_ = std::make_shared<replay::AgentClient>(options);
+    state_ = State::Connecting;
+    emit stateChanged(state_);
+    client_->hello([this, generation](replay::Result<replay::AgentInfo> reply) {
+        QMetaObject::invokeMethod(
+            this, [this, generation, reply] { onHello(generation, reply); }, Qt::QueuedConnection);
+    });
+}
+
+void AgentSession::onHello(quint64 generation, const replay::Result<replay::AgentInfo>& reply) {
+    if (generation != generation_) {
+        return;
+    }
+    if (!reply) {
+        client_.reset();
+        fail(tr("handshake with %1 failed: %2")
+                 .arg(target_.hostPort(), qstr(reply.error().toString())));
+        return;
+    }
+    info_ = reply.value();
+    state_ = State::Connected;
+    emit stateChanged(state_);
+}
+
+void AgentSession::fail(const QString& why) {
+    error_ = why;
+    state_ = State::Failed;
+    emit stateChanged(state_);
+}
+
+void AgentSession::disconnectAgent() {
+    ++generation_;
+    client_.reset();
+    info_.reset();
+    error_.clear();
+    state_ = State::Disconnected;
+    emit stateChanged(state_);
+}
+
+std::shared_ptr<replay::AgentClient> AgentSession::client() const {
+    return state_ == State::Connected ? client_ : nullptr;
+}
+
+void AgentSession::setBusy(bool busy) {
+    if (busy_ != busy) {
+        busy_ = busy;
+        emit stateChanged(state_);
+    }
+}
+
+QString AgentSession::statusText() const {
+    switch (state_) {
+    case State::Disconnected: return tr("agent: disconnected");
+    case State::Connecting: return tr("agent: connecting to %1…").arg(target_.hostPort());
+    case State::Failed: return tr("agent: not connected (%1)").arg(error_);
+    case State::Connected: break;
+    }
+    QString text = tr("agent: %1 · %2 · %3 ranks · %4")
+                       .arg(target_.hostPort(), qstr(info_->agent))
+                       .arg(info_->worldSize)
+                       .arg(agentLayout(*info_));
+    if (busy_) {
+        text += tr(" · busy");
+    }
+    return text;
+}
+
+} // namespace ttrace::ui

@@ -1,0 +1,270 @@
+#include "ttrace/ui/localize_ui.h"
+
+#include "ttrace/replay/localize_walk.h"
+#include "ttrace/ui/agent_status_widget.h"
+#include "ttrace/ui/connect_dialog.h"
+#include "ttrace/ui/drill_down_pane.h"
+#include "ttrace/ui/headline_bar.h"
+#include "ttrace/ui/layer_tree_pane.h"
+#include "ttrace/ui/models/agent_session.h"
+#include "ttrace/ui/models/layer_tree_model.h"
+#include "ttrace/ui/models/localize_controller.h"
+#include "ttrace/ui/models/localize_summary.h"
+#include "ttrace/ui/models/tensor_columns.h"
+
+#include <QAction>
+#include <QLabel>
+#include <QMessageBox>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QStatusBar>
+#include <QStyle>
+#include <QTreeView>
+
+#include <algorithm>
+
+namespace ttrace::ui {
+namespace {
+
+using namespace ttrace::replay;
+
+// The suspect a tensor makes: its phase of the step, at its iteration and micro-batch.
+Suspect suspectOf(const TensorId& id) {
+    const DivergenceStart at = phaseOf(id);
+    Suspect s;
+    s.module = id.module;
+    s.iteration = std::max<std::int64_t>(at.iteration, 0);
+    s.phase = at.phase;
+    s.microBatch = std::max<std::int64_t>(id.microBatch, 0);
+    return s;
+}
+
+} // namespace
+
+LocalizeUi::LocalizeUi(const LocalizeUiParts& parts, QObject* parent)
+    : QObject(parent)
+    , parts_(parts)
+    , session_(new AgentSession(this))
+    , controller_(new LocalizeController(this))
+    , status_(new AgentStatusWidget(session_, parts.window))
+    , progress_(new QProgressBar(parts.window))
+    , progressText_(new QLabel(parts.window))
+    , cancelButton_(new QPushButton(tr("Cancel Localize"), parts.window)) {
+    QStyle* style = parts.window->style();
+    connect_ =
+        new QAction(style->standardIcon(QStyle::SP_DriveNetIcon), tr("&Connect to Agent…"), this);
+    connect_->setObjectName(QStringLiteral("connectAgentAction"));
+    connect_->setShortcut(Qt::CTRL | Qt::Key_K);
+    connect_->setToolTip(tr("Connect to the localize agent serving the candidate job (Ctrl+K)"));
+    localize_ =
+        new QAction(style->standardIcon(QStyle::SP_FileDialogContentsView), tr("&Localize"), this);
+    localize_->setObjectName(QStringLiteral("localizeAction"));
+    localize_->setShortcut(Qt::CTRL | Qt::Key_L);
+    localizeAll_ =
+        new QAction(style->standardIcon(QStyle::SP_MediaPlay), tr("Localize &All"), this);
+    localizeAll_->setObjectName(QStringLiteral("localizeAllAction"));
+    localizeAll_->setShortcut(Qt::CTRL | Qt::SHIFT | Qt::Key_L);
+    localizeAll_->setToolTip(tr("Replay the divergent modules in causal order from the first "
+                                "divergence in time (Ctrl+Shift+L)"));
+    cancel_ = new QAction(tr("Cancel Localize"), this);
+    cancel_->setObjectName(QStringLiteral("cancelLocalizeAction"));
+
+    progress_->setObjectName(QStringLiteral("localizeProgress"));
+    progress_->setMaximumWidth(200);
+    progress_->setTextVisible(true);
+    progress_->setFormat(QStringLiteral("%v / %m"));
+    cancelButton_->setObjectName(QStringLiteral("cancelLocalizeButton"));
+    parts.statusBar->addPermanentWidget(progressText_);
+    parts.statusBar->addPermanentWidget(progress_);
+    parts.statusBar->addPermanentWidget(cancelButton_);
+    parts.statusBar->addPermanentWidget(status_);
+    for (QWidget* w : {static_cast<QWidget*>(progress_), static_cast<QWidget*>(progressText_),
+                       static_cast<QWidget*>(cancelButton_)}) {
+        w->hide();
+    }
+
+    connect(connect_, &QAction::triggered, this, [this] { chooseAgent(); });
+    connect(localize_, &QAction::triggered, this, [this] { localizeSelected(); });
+    connect(localizeAll_, &QAction::triggered, this, [this] { localizeAll(); });
+    connect(cancel_, &QAction::triggered, controller_, &LocalizeController::cancel);
+    connect(cancelButton_, &QPushButton::clicked, cancel_, &QAction::trigger);
+    connect(session_, &AgentSession::stateChanged, this, &LocalizeUi::updateActions);
+    connect(parts.tree, &LayerTreePane::currentModuleChanged, this, &LocalizeUi::updateActions);
+
+    connect(controller_, &LocalizeController::started, this, [this](int expected) {
+        progress_->setRange(0, expected);
+        progress_->setValue(0);
+        for (QWidget* w : {static_cast<QWidget*>(progress_), static_cast<QWidget*>(progressText_),
+                           static_cast<QWidget*>(cancelButton_)}) {
+            w->show();
+        }
+        session_->setBusy(true);
+        updateActions();
+    });
+    connect(controller_, &LocalizeController::replaying, this,
+            [this](const QString& module, int done, int expected) {
+                progress_->setRange(0, expected);
+                progress_->setValue(done);
+                progressText_->setText(module.isEmpty() ? tr("Replaying the optimizer step…")
+                                                        : tr("Replaying %1…").arg(module));
+                parts_.model->setReplaying(module.toStdString());
+            });
+    connect(controller_, &LocalizeController::waiting, this, [this](double seconds, bool busy) {
+        progressText_->setText(
+            progressText_->text().section(QStringLiteral(" ("), 0, 0) +
+            tr(" (%1 s%2)").arg(seconds, 0, 'f', 0).arg(busy ? tr(", agent busy") : QString()));
+    });
+    connect(controller_, &LocalizeController::verdictReady, this, [this](const ModuleVerdict& v) {
+        parts_.model->addLocalizeVerdict(v);
+        progress_->setValue(std::min(progress_->value() + 1, progress_->maximum()));
+        parts_.drill->refreshReplay();
+    });
+    connect(controller_, &LocalizeController::finished, this, &LocalizeUi::onFinished);
+    updateActions();
+}
+
+LocalizeUi::~LocalizeUi() = default;
+
+bool LocalizeUi::isRunning() const {
+    return controller_->isRunning();
+}
+
+void LocalizeUi::setBundles(const QString& reference, const QString& candidate) {
+    controller_->cancel();
+    reference_ = reference;
+    candidate_ = candidate;
+    result_.reset();
+    updateActions();
+}
+
+void LocalizeUi::setResult(std::shared_ptr<const DiffResult> result) {
+    result_ = std::move(result);
+    updateActions();
+}
+
+void LocalizeUi::connectTo(const AgentTarget& target) {
+    if (!candidate_.isEmpty()) {
+        rememberAgent(candidate_, target);
+    }
+    session_->connectTo(target);
+}
+
+bool LocalizeUi::chooseAgent() {
+    AgentTarget initial = session_->target();
+    if (!initial.isComplete() && !candidate_.isEmpty()) {
+        initial = rememberedAgent(candidate_);
+    }
+    ConnectDialog dialog(initial, parts_.window);
+    if (dialog.exec() != QDialog::Accepted) {
+        return false;
+    }
+    connectTo(dialog.target());
+    return true;
+}
+
+std::optional<Suspect> LocalizeUi::suspectFor(const QString& module) const {
+    const ResultSet& results = parts_.model->results();
+    const std::string name = module.toStdString();
+    // The selected cell says which phase the user looks at, when it is this module's own.
+    if (const auto t = parts_.tree->currentTensor();
+        t && parts_.tree->currentModule() == module && results.tensor(*t).id.module == name) {
+        return suspectOf(results.tensor(*t).id);
+    }
+    // Else the module's first divergence in time.
+    std::optional<Suspect> best;
+    std::optional<DivergenceStart> when;
+    for (const auto& t : results.tensors()) {
+        if (t.id.module != name || t.status != Status::Divergent) {
+            continue;
+        }
+        const auto at = phaseOf(t.id);
+        if (!when || at < *when) {
+            when = at;
+            best = suspectOf(t.id);
+        }
+    }
+    if (!best && results.size() > 0) {
+        Suspect s;
+        s.module = name;
+        s.iteration = results.iterations().empty() ? 0 : results.iterations().front();
+        best = s;
+    }
+    return best;
+}
+
+bool LocalizeUi::localizeModule(const QString& module) {
+    if (!parts_.model->indexOfModule(module).isValid()) {
+        parts_.headline->setConclusion(tr("Cannot localize: no module '%1'").arg(module), false);
+        return false;
+    }
+    const auto suspect = suspectFor(module);
+    return suspect && start({*suspect});
+}
+
+bool LocalizeUi::localizeSelected() {
+    return localizeModule(parts_.tree->currentModule());
+}
+
+bool LocalizeUi::localizeAll() {
+    return start({});
+}
+
+bool LocalizeUi::start(std::vector<Suspect> suspects) {
+    const auto client = session_->client();
+    if (controller_->isRunning()) {
+        return false;
+    }
+    if (!client || !result_ || !session_->info()) {
+        // Said where a screenshot shows it (and `--localize` prints it).
+        parts_.headline->setConclusion(
+            tr("Cannot localize: %1")
+                .arg(!result_ ? tr("the comparison has not finished") : session_->statusText()),
+            false);
+        return false;
+    }
+    LocalizeRequest request;
+    request.diff = result_;
+    request.referenceBundle = reference_.toStdString();
+    request.suspects = std::move(suspects);
+    if (request.suspects.empty()) {
+        parts_.model->clearLocalize(); // a walk's verdicts replace the earlier ones
+    }
+    parts_.headline->setConclusion(tr("Localizing…"), false);
+    return controller_->start(client, *session_->info(), std::move(request));
+}
+
+void LocalizeUi::onFinished(const LocalizeResult& result) {
+    parts_.model->finishLocalize(result);
+    // Room for the badges beside the names, within reason.
+    QTreeView* view = parts_.tree->treeView();
+    view->resizeColumnToContents(kNameColumn);
+    view->setColumnWidth(kNameColumn, std::clamp(view->columnWidth(kNameColumn), 210, 330));
+    parts_.drill->refreshReplay();
+    for (QWidget* w : {static_cast<QWidget*>(progress_), static_cast<QWidget*>(progressText_),
+                       static_cast<QWidget*>(cancelButton_)}) {
+        w->hide();
+    }
+    session_->setBusy(false);
+    parts_.headline->setConclusion(localizeConclusion(result), result.introduced());
+    updateActions();
+    emit localizeFinished(result);
+}
+
+void LocalizeUi::updateActions() {
+    const bool connected = session_->client() != nullptr;
+    const bool ready = connected && result_ && !controller_->isRunning();
+    const QString module = parts_.tree->currentModule();
+    localize_->setEnabled(ready && !module.isEmpty());
+    localizeAll_->setEnabled(ready);
+    cancel_->setEnabled(controller_->isRunning());
+    const QString why = !connected ? tr("connect to an agent first (Ctrl+K)")
+                        : !result_ ? tr("wait until the comparison finishes")
+                                   : QString();
+    localize_->setToolTip(
+        why.isEmpty()
+            ? tr("Replay %1 with the reference's inputs on the agent (Ctrl+L)").arg(module)
+            : tr("Localize: %1").arg(why));
+    localize_->setStatusTip(localize_->toolTip());
+}
+
+} // namespace ttrace::ui
