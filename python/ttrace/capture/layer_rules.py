@@ -11,7 +11,11 @@ importing Megatron, and say how their inputs and outputs are laid out.
 - row-parallel linear: weight ``partition_dim == 1``; input split on the last dim, output
   reduced, reduce-scattered on s (``sequence_parallel``) or, with ``explicit_expert_comm`` /
   ``skip_reduce``, a partial sum;
-- anything else with a ``sequence_parallel`` attribute (norms): split on s when it is true.
+- anything else with a ``sequence_parallel`` attribute (norms), or whose only hint is
+  ``weight.sequence_parallel`` (the gradient-reduction mark Megatron-LM puts on norm
+  weights): split on s when it is true;
+- a plain ``nn.Embedding`` (replicated weight): ids ``[b, s]`` in, ``[b, s, h]`` out, both
+  replicated over tp.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from collections.abc import Callable
 
 from torch import nn
 
+from .dtensor_placement import is_dtensor
 from .layout import Layout
 
 # (direction "in"/"out", position) -> Layout
@@ -58,4 +63,9 @@ def layer_rule(module: nn.Module) -> Rule | None:
     if hasattr(module, "sequence_parallel"):
         layout = Layout("seq" if sp else "replica")
         return lambda d, i: layout
+    if getattr(getattr(module, "weight", None), "sequence_parallel", False):
+        return lambda d, i: Layout("seq")
+    if type(module) is nn.Embedding and not is_dtensor(module.weight):
+        # ids are [b, s] whatever the model's activation order; the output keeps it.
+        return lambda d, i: Layout("replica", "bs")
     return None

@@ -19,6 +19,7 @@ from torch import nn
 from ttrace.bundle import Placement
 
 from .capture_state import CaptureState
+from .dtensor_placement import dtensor_placement, is_dtensor
 from .module_hooks import ModuleHooks, to_host
 from .shard_math import flat_ranges_of_box
 
@@ -82,7 +83,7 @@ class OptimizerHooks:
         combine = "replica" if (info.tp > 1 and not tp_split) or tied else "copy"
         placement = Placement.flat(box.global_shape, ranges, combine=combine)
         local = to_host(grad.reshape(-1)[start:end])
-        self.hooks.sink(self.hooks._key(-1, mname, "main_grad", pname), local, placement)
+        self.hooks.sink(self.hooks._key(-1, mname, "main_grad", pname), local, placement, None)
 
     def after_step(self) -> None:
         if self._active("param_after_step"):
@@ -96,8 +97,9 @@ class OptimizerHooks:
 
     def _emit_optimizer_state(self) -> None:
         """Per-parameter state of torch.optim-style optimizers (`optimizer.state[param]`),
-        stored as `<state>.<param>` with the parameter's placement. Optimizers that keep
-        flat or sharded state elsewhere are not captured here."""
+        stored as `<state>.<param>` with the parameter's placement (a DTensor state, as for
+        tensor-parallel or FSDP2 parameters, as its local shard with its own placement).
+        Optimizers that keep flat or sharded state elsewhere are not captured here."""
         state = getattr(self.optimizer, "state", None)
         if not hasattr(state, "get"):
             return
@@ -107,9 +109,19 @@ class OptimizerHooks:
                 if not (isinstance(value, torch.Tensor) and value.shape == p.shape):
                     continue  # scalars such as `step` are not parameter-shaped
                 module, mname, pname = self.hooks.param_name(p)
-                _, placement, _ = self.hooks.inference.parameter(p, p, module, "optimizer_state")
                 key = self.hooks._key(-1, mname, "optimizer_state", f"{name}.{pname}")
                 self.hooks._guard(
-                    key.path,
-                    lambda k=key, v=value, pl=placement: self.hooks.sink(k, to_host(v), pl),
+                    key.path, lambda k=key, v=value, p=p, m=module: self._emit(k, v, p, m)
                 )
+
+    def _emit(self, key: Any, value: torch.Tensor, p: nn.Parameter, module: nn.Module) -> None:
+        # A state that is not itself a DTensor (but its parameter is) shares the parameter's
+        # local shape and placement.
+        if is_dtensor(p) and not is_dtensor(value):
+            _, placement = dtensor_placement(p)
+            local = value
+        else:
+            source = value if is_dtensor(value) else p
+            _, placement, _ = self.hooks.inference.parameter(source, p, module, "optimizer_state")
+            local = value.to_local() if is_dtensor(value) else value
+        self.hooks.sink(key, to_host(local), placement, None)

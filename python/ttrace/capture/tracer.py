@@ -34,10 +34,12 @@ from .call_structure import CallStructure
 from .capture_state import CaptureState
 from .errors import TracerError
 from .inference import PlacementInference
+from .layout_note import LayoutNote
 from .module_hooks import ModuleHooks
 from .module_table import ModuleTable, merge_tables
-from .naming import canonical_names
+from .naming import canonical_names, unwrap
 from .optimizer_hooks import OptimizerHooks
+from .parallel_detect import resolve_parallel
 from .parallel_info import ParallelInfo
 from .perturbation import Perturbation
 from .selection import ModuleSpec, select_modules
@@ -65,11 +67,11 @@ class Tracer:
         rank: int | None = None,
         world_size: int | None = None,
     ) -> None:
-        self.roots = list(model) if isinstance(model, Sequence) else [model]
+        wrapped = list(model) if isinstance(model, Sequence) else [model]
+        self.roots = [unwrap(m) for m in wrapped]
         self.optimizer = optimizer
         self.out_dir = Path(out_dir)
         self.role = role
-        self.parallel = parallel or ParallelInfo.single()
         self.precision = precision
         self.model_name = model_name
         distributed = dist.is_available() and dist.is_initialized()
@@ -77,6 +79,7 @@ class Tracer:
         self.world_size = (
             world_size if world_size is not None else (dist.get_world_size() if distributed else 1)
         )
+        self.parallel = resolve_parallel(parallel, wrapped, self.rank, self.world_size)
         self.perturbation = (
             perturbations
             if isinstance(perturbations, Perturbation)
@@ -206,8 +209,14 @@ class Tracer:
 
     # --- writing ----------------------------------------------------------------------------
 
-    def _sink(self, key: TensorKey, tensor: torch.Tensor, placement: Placement | None) -> None:
-        self.writer.put(key, tensor, placement)
+    def _sink(
+        self,
+        key: TensorKey,
+        tensor: torch.Tensor,
+        placement: Placement | None,
+        note: LayoutNote | None = None,
+    ) -> None:
+        self.writer.put(key, tensor, placement, note.attrs() if note is not None else None)
 
     def flush(self) -> None:
         self.writer.flush()
