@@ -35,6 +35,15 @@ from .tp_styles import StyleLayouts, module_style
 
 
 @dataclass(frozen=True)
+class CallEntry:
+    """What one forward call's inputs say about its outputs."""
+
+    layout: Layout | None  # the primary input's
+    shape: tuple[int, ...]
+    replicated: bool  # every tensor input replicated over tensor parallelism
+
+
+@dataclass(frozen=True)
 class Decision:
     """The layout chosen for a forward tensor (None: placed by its DTensor or an
     annotation) and the note saying how, when inference fell back."""
@@ -83,12 +92,14 @@ class PlacementInference:
         tensor: torch.Tensor | None = None,
         primary: bool | None = None,
         depth: int = 0,
-        entry: tuple[Layout, tuple[int, ...]] | None = None,
+        entry: CallEntry | None = None,
     ) -> tuple[Layout, str]:
         """(layout, where it came from) of forward input/output `index` of `module`.
         `primary`: the module's first tensor input / first output (default: index 0).
-        `entry`: the layout and shape of this call's primary input, which an elementwise
-        module (no parameters, no callees, output shaped like its input) passes on."""
+        `entry`: this call's inputs: the primary input's layout and shape, which an
+        elementwise module (no parameters, no callees, output shaped like its input) passes
+        on, and whether every input is replicated over tp (then so are the outputs of a
+        module without tensor-parallel parameters: rotary tables, masks)."""
         primary = index in (0, "0") if primary is None else primary
         if module in self.names.experts:
             return Layout("whole"), "expert"
@@ -108,15 +119,15 @@ class PlacementInference:
         if tensor is not None and tensor in self.produced:
             return self.produced[tensor], "producer"
         callees = [c for c in self.calls.callees(module) if c not in self.names.experts]
-        if (
-            entry is not None
-            and direction == "out"
-            and not callees
-            and tensor is not None
-            and tuple(tensor.shape) == entry[1]
-            and next(module.parameters(), None) is None
-        ):
-            return entry[0], "elementwise"
+        if entry is not None and direction == "out" and not callees and tensor is not None:
+            if (
+                entry.layout is not None
+                and tuple(tensor.shape) == entry.shape
+                and next(module.parameters(), None) is None
+            ):
+                return entry.layout, "elementwise"
+            if entry.replicated and not self.facts.has_tp_params(module):
+                return Layout("replica"), "replicated inputs"
         if callees and depth < 64 and primary:
             # Only the primary input/output is inherited: extra inputs keep the default.
             callee = callees[0] if direction == "in" else callees[-1]
@@ -132,7 +143,7 @@ class PlacementInference:
         gradient: bool = False,
         decided: Decision | None = None,
         primary: bool | None = None,
-        entry: tuple[Layout, tuple[int, ...]] | None = None,
+        entry: CallEntry | None = None,
         origin: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, Placement, Decision]:
         """(local tensor to store, its placement, the decision) for an input ("in") or

@@ -55,6 +55,17 @@ class ShapeFacts:
                         full = tuple(n * info.tp if d == pd else n for d, n in enumerate(full))
                     self.widths.update(full)
 
+    def has_tp_params(self, module: nn.Module) -> bool:
+        """Whether any parameter under `module` is split over tensor parallelism."""
+        for p in module.parameters():
+            if id(p) in self.data_parallel_params:
+                continue
+            if getattr(p, "tensor_model_parallel", False):
+                return True
+            if is_dtensor(p) and any(type(x).__name__ != "Replicate" for x in p.placements):
+                return True
+        return False
+
     def observe_root(self, args: tuple, kwargs: dict[str, Any]) -> None:
         """Record the ids' batch size and length from a root's first forward."""
         if self.batch_local is not None:

@@ -33,7 +33,7 @@ from .annotate import param_annotation_of
 from .capture_state import CaptureState
 from .dtensor_placement import is_dtensor
 from .errors import TracerError
-from .inference import Decision, PlacementInference
+from .inference import CallEntry, Decision, PlacementInference
 from .layout import Layout
 from .layout_note import LayoutNote
 from .module_table import ModuleTable
@@ -55,6 +55,12 @@ def flatten(value: Any) -> list[Any]:
     if isinstance(value, dict):
         return [y for k in value for y in flatten(value[k])]
     return [value]
+
+
+def replicated_over_tp(t: torch.Tensor, decided: Decision) -> bool:
+    if is_dtensor(t):
+        return all(type(p).__name__ == "Replicate" for p in t.placements)
+    return decided.layout is not None and decided.layout.mode == "replica"
 
 
 @dataclass
@@ -92,6 +98,7 @@ class ModuleHooks:
         # parameters swapped in during forward (FSDP2 unsharded) -> the original parameter
         self.swapped: dict[torch.Tensor, nn.Parameter] = {}
         self._slot_owner: dict[tuple[nn.Module, str], nn.Parameter] = {}
+        self._has_swap: set[nn.Parameter] = set()
 
     # --- installation -----------------------------------------------------------------------
 
@@ -129,6 +136,7 @@ class ModuleHooks:
             if original is None:
                 continue
             self.swapped[p] = original
+            self._has_swap.add(original)
             if p.requires_grad:
                 self.handles.append(p.register_post_accumulate_grad_hook(self._grad_hook))
 
@@ -238,23 +246,28 @@ class ModuleHooks:
             f"forward outputs of {self.names.name(module)}", lambda: self._post_impl(module, output)
         )
 
-    def _place_inputs(self, module: nn.Module, mb: int) -> tuple[Layout, tuple[int, ...]] | None:
-        """Place this call's inputs (and write them); the primary input's (layout, shape)."""
+    def _place_inputs(self, module: nn.Module, mb: int) -> CallEntry | None:
+        """Place this call's inputs (and write them); what they say about the outputs."""
         stack = self._inputs.get(module)
-        entry = None
+        slots = stack.pop() if stack else []
         name = self.names.name(module)
-        for slot in stack.pop() if stack else []:
+        primary: tuple[Layout | None, tuple[int, ...]] | None = None
+        replicated = bool(slots)
+        for slot in slots:
             _, placement, decided = self.inference.activation(
                 module, "in", slot.index, slot.live, primary=slot.primary
             )
             slot.decided = decided
-            if slot.primary and decided.layout is not None:
-                entry = (decided.layout, tuple(slot.live.shape))
+            replicated = replicated and replicated_over_tp(slot.live, decided)
+            if slot.primary:
+                primary = (decided.layout, tuple(slot.live.shape))
             if slot.host is not None:
                 stored = slot.host.to_local() if is_dtensor(slot.host) else slot.host
                 key = self._key(mb, name, "forward_input", slot.index)
                 self.sink(key, stored, placement, decided.note)
-        return entry
+        if primary is None:
+            return None
+        return CallEntry(primary[0], primary[1], replicated)
 
     def _post_impl(self, module: nn.Module, output: Any) -> Any:
         s = self.state
@@ -334,6 +347,11 @@ class ModuleHooks:
     def _grad_hook(self, p: torch.Tensor) -> None:
         s = self.state
         if not s.in_step:
+            return
+        if p in self._has_swap:
+            # FSDP2 also runs the sharded parameter's hooks after the reduce-scatter; that
+            # gradient is already reduced (main_grad captures it), the partial came from the
+            # swapped-in unsharded parameter.
             return
         logical = self.swapped.get(p, p)
         mb = self.grad_count.get(logical, 0)
