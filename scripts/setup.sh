@@ -15,7 +15,9 @@ APT_PACKAGES=(
   xvfb python3-venv
 )
 # torch is always pinned: an unpinned torch pulls gigabytes of CUDA packages.
-PIP_PACKAGES=(torch==2.13.0 "h5py>=3.8" "numpy>=1.24" "pytest>=7" "ruff>=0.5")
+# transformers and the packages it loads, pinned: the framework tests build its Llama.
+PIP_PACKAGES=(torch==2.13.0 "h5py>=3.8" "numpy>=1.24" "pytest>=7" "ruff>=0.5"
+  transformers==5.23.0 huggingface_hub==2.4.0 tokenizers==0.23.3 safetensors==0.8.0)
 
 log() { printf '\033[1m[ttrace]\033[0m %s\n' "$*" >&2; }
 

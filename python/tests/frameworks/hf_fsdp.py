@@ -26,7 +26,9 @@ def main() -> None:
     ttc.seeded_init(model, seed=0)  # ttrace
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
     role = "reference" if world == 1 else "candidate"  # ttrace
-    tracer = ttc.Tracer(model, optimizer, args.out, role=role, perturbations=2 * (world == 1))  # ttrace
+    tracer = ttc.Tracer(
+        model, optimizer, args.out, role=role, perturbations=2 * (world == 1)
+    )  # ttrace
 
     def train_step(step: int) -> None:
         ids = local_rows(global_batch(step), rank, world)

@@ -24,7 +24,9 @@ def main() -> None:
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
     ttc.seeded_init(model, seed=0)  # ttrace
     role = "reference" if world == 1 else "candidate"  # ttrace
-    tracer = ttc.Tracer(model, optimizer, args.out, role=role, perturbations=2 * (world == 1))  # ttrace
+    tracer = ttc.Tracer(
+        model, optimizer, args.out, role=role, perturbations=2 * (world == 1)
+    )  # ttrace
 
     def train_step(step: int) -> None:
         ids = global_batch(step)

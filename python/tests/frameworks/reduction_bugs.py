@@ -29,7 +29,9 @@ def break_ddp_reduction(ddp: nn.Module, target: nn.Parameter, bug: str) -> None:
         def done(f: torch.futures.Future) -> torch.Tensor:
             out = f.value()[0]
             if kept is not None:
-                views_after = dict(zip(map(id, bucket.parameters()), bucket.gradients(), strict=True))
+                views_after = dict(
+                    zip(map(id, bucket.parameters()), bucket.gradients(), strict=True)
+                )
                 views_after[id(target)].copy_(kept)  # this parameter's all-reduce dropped
             return out
 

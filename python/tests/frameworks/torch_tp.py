@@ -33,13 +33,17 @@ def parallelize(model: Transformer, world: int) -> None:
     for block in model.layers:
         plan = {
             "attention_norm": SequenceParallel(),
-            "attention": PrepareModuleInput(input_layouts=(Shard(1),), desired_input_layouts=(Replicate(),)),
+            "attention": PrepareModuleInput(
+                input_layouts=(Shard(1),), desired_input_layouts=(Replicate(),)
+            ),
             "attention.wq": ColwiseParallel(),
             "attention.wk": ColwiseParallel(),
             "attention.wv": ColwiseParallel(),
             "attention.wo": RowwiseParallel(output_layouts=Shard(1)),
             "ffn_norm": SequenceParallel(),
-            "feed_forward": PrepareModuleInput(input_layouts=(Shard(1),), desired_input_layouts=(Replicate(),)),
+            "feed_forward": PrepareModuleInput(
+                input_layouts=(Shard(1),), desired_input_layouts=(Replicate(),)
+            ),
             "feed_forward.w1": ColwiseParallel(),
             "feed_forward.w3": ColwiseParallel(),
             "feed_forward.w2": RowwiseParallel(output_layouts=Shard(1)),
@@ -58,7 +62,9 @@ def main() -> None:
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
     ttc.seeded_init(model, seed=0)  # ttrace
     role = "reference" if world == 1 else "candidate"  # ttrace
-    tracer = ttc.Tracer(model, optimizer, args.out, role=role, perturbations=2 * (world == 1))  # ttrace
+    tracer = ttc.Tracer(
+        model, optimizer, args.out, role=role, perturbations=2 * (world == 1)
+    )  # ttrace
 
     def train_step(step: int) -> None:
         ids = global_batch(step)

@@ -164,8 +164,9 @@ class PlacementInference:
             lookup = origin if origin is not None else tensor
             layout, source = self.decide(module, direction, index, lookup, primary, 0, entry)
             note = None
-            if source == "default":
+            if source == "default" and tensor.is_floating_point():
                 layout, note = self.facts.by_shape(module, direction, index, shape, self.order)
+            # Integer tensors nothing placed (ids, positions, masks) are replicas over tp.
             decided = Decision(layout, note)
         assert decided.layout is not None
         layout = decided.layout.for_gradient() if gradient else decided.layout

@@ -60,7 +60,8 @@ def flatten(value: Any) -> list[Any]:
 def replicated_over_tp(t: torch.Tensor, decided: Decision) -> bool:
     if is_dtensor(t):
         return all(type(p).__name__ == "Replicate" for p in t.placements)
-    return decided.layout is not None and decided.layout.mode == "replica"
+    # A replica by fallback (with a note) proves nothing about the outputs.
+    return decided.layout is not None and decided.layout.mode == "replica" and decided.note is None
 
 
 @dataclass
