@@ -57,6 +57,19 @@ def flatten(value: Any) -> list[Any]:
     return [value]
 
 
+def substitute(value: Any, by_position: dict[int, Any], start: list[int] | None = None) -> Any:
+    """`value` with its flattened leaves (numbered as `flatten` numbers them) replaced."""
+    counter = start if start is not None else [0]
+    if isinstance(value, tuple | list):
+        items = [substitute(x, by_position, counter) for x in value]
+        return type(value)(*items) if hasattr(value, "_fields") else type(value)(items)
+    if isinstance(value, dict):
+        return type(value)((k, substitute(v, by_position, counter)) for k, v in value.items())
+    position = counter[0]
+    counter[0] += 1
+    return by_position.get(position, value)
+
+
 def replicated_over_tp(t: torch.Tensor, decided: Decision) -> bool:
     if is_dtensor(t):
         return all(type(p).__name__ == "Replicate" for p in t.placements)
@@ -284,9 +297,15 @@ class ModuleHooks:
                 replaced = output
         entry = self._place_inputs(module, mb)
         first = True
+        aliases: dict[int, torch.Tensor] = {}
         for i, t in enumerate(flatten(output)):
             if not isinstance(t, torch.Tensor):
                 continue
+            if t.is_leaf and t.requires_grad and torch.is_grad_enabled():
+                # A leaf handed out as an output (Megatron's skip-bias-add returns its bias
+                # Parameter): a hook on the leaf would outlive this call and fire at every
+                # later backward. The consumer gets an alias instead, hooked once.
+                t = aliases[i] = t.view_as(t)
             local, placement, decided = self.inference.activation(
                 module, "out", i, t, primary=first, entry=entry
             )
@@ -299,6 +318,8 @@ class ModuleHooks:
                 self.sink(self._key(mb, name, "forward_output", i), data, placement, decided.note)
             if t.requires_grad and s.wants_kind("output_grad"):
                 t.register_hook(self._output_grad_hook(module, i, mb, decided))
+        if aliases:
+            return substitute(output, aliases)
         return replaced
 
     def _emit_grad(

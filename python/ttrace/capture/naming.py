@@ -13,7 +13,8 @@ The root is named ``model`` and its children are not prefixed (``layers.0``), ex
 root itself has a child called ``model`` (Hugging Face's ``LlamaForCausalLM.model``): that
 child keeps ``model`` (``model.layers.0``, as in the checkpoint) and the root is named
 ``root``, so no two modules share a name. A root wrapped in `DistributedDataParallel` is
-named through the wrapped module (``DDP(m).module`` adds no ``module.`` prefix).
+named through the wrapped module (``DDP(m).module`` adds no ``module.`` prefix; the same
+for Megatron-core's `DistributedDataParallel` and `Float16Module`).
 """
 
 from __future__ import annotations
@@ -56,9 +57,21 @@ def unwrap(root: nn.Module) -> nn.Module:
     so the candidate's names match an unwrapped reference."""
     from torch.nn.parallel import DataParallel, DistributedDataParallel
 
-    while isinstance(root, DistributedDataParallel | DataParallel):
+    while isinstance(root, DistributedDataParallel | DataParallel) or _megatron_wrapper(root):
         root = root.module
     return root
+
+
+def _megatron_wrapper(module: nn.Module) -> bool:
+    """Megatron-core's `DistributedDataParallel` (it keeps a `ddp_config`) and `Float16Module`
+    (casts inputs and outputs around the module it holds), recognized without importing it."""
+    inner = getattr(module, "module", None)
+    if not isinstance(inner, nn.Module):
+        return False
+    name = type(module).__name__
+    return (name == "DistributedDataParallel" and hasattr(module, "ddp_config")) or (
+        name == "Float16Module"
+    )
 
 
 def canonical_names(roots: list[nn.Module]) -> ModuleNames:

@@ -1,6 +1,8 @@
 """`ParallelInfo` read from the model when the program gives none, and the gradient
 convention when it does not say.
 
+- a root wrapped in Megatron-core's `DistributedDataParallel`: its process groups and loss
+  convention (`megatron_parallel`);
 - a root wrapped in `DistributedDataParallel`: data parallelism over the default group;
 - parameters sharded by FSDP2 (`fully_shard`): data parallelism over their mesh;
 - other DTensor parameters (torch `parallelize_module`, transformers' `tp_plan`): tensor
@@ -17,6 +19,7 @@ from collections.abc import Sequence
 from torch import nn
 
 from .dtensor_placement import is_dtensor
+from .megatron_parallel import megatron_parallel
 from .parallel_info import ParallelInfo
 
 
@@ -47,6 +50,9 @@ def detect_parallel(roots: Sequence[nn.Module], rank: int, world_size: int) -> P
     naming what it found when the sizes do not multiply to the world size."""
     if world_size == 1:
         return ParallelInfo.single()
+    megatron = megatron_parallel(roots)
+    if megatron is not None:
+        return megatron
     dp, dp_rank, tp, tp_rank = 1, 0, 1, 0
     fsdp = _fsdp_modules(roots)
     fsdp_ids = {id(p) for m in fsdp for p in m.parameters()}

@@ -23,6 +23,7 @@ from .call_structure import CallStructure
 from .dtensor_placement import dtensor_placement, is_dtensor
 from .inference import PlacementInference
 from .naming import canonical_names, unwrap
+from .megatron_parallel import megatron_parallel
 from .parallel_info import ParallelInfo
 from .shard_math import slice_full
 
@@ -57,7 +58,9 @@ def seeded_init(
     """Initialize every parameter from (canonical name, seed); returns the placements used."""
     roots = [unwrap(m) for m in (list(model) if isinstance(model, Sequence) else [model])]
     names = canonical_names(roots)
-    inference = PlacementInference(names, parallel or ParallelInfo.single(), CallStructure())
+    # Megatron-core layers know their tensor-parallel group: no ParallelInfo needed.
+    info = parallel or megatron_parallel(roots, tp_only=True) or ParallelInfo.single()
+    inference = PlacementInference(names, info, CallStructure())
     init = init_fn or default_init
     used: dict[str, Placement] = {}
     done: set[nn.Parameter] = set()

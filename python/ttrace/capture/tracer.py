@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import copy
 import logging
 import os
 from collections.abc import Iterator, Sequence
@@ -43,6 +42,7 @@ from .parallel_detect import resolve_parallel
 from .parallel_info import ParallelInfo
 from .perturbation import Perturbation
 from .selection import ModuleSpec, select_modules
+from .training_snapshot import TrainingSnapshot
 
 log = logging.getLogger("ttrace.capture")
 
@@ -173,27 +173,11 @@ class Tracer:
                 self._restore(snapshot)
         yield "nominal"
 
-    def _snapshot(self) -> dict[str, Any]:
-        return {
-            "models": [
-                {k: v.detach().clone() for k, v in m.state_dict(keep_vars=True).items()}
-                for m in self.roots
-            ],
-            "optimizer": copy.deepcopy(self.optimizer.state_dict()) if self.optimizer else None,
-            "rng": torch.get_rng_state(),
-        }
+    def _snapshot(self) -> TrainingSnapshot:
+        return TrainingSnapshot(self.roots, self.optimizer)
 
-    def _restore(self, snap: dict[str, Any]) -> None:
-        with torch.no_grad():
-            for m, sd in zip(self.roots, snap["models"], strict=True):
-                for k, v in m.state_dict(keep_vars=True).items():
-                    v.copy_(sd[k])
-        if self.optimizer is not None:
-            # load_state_dict adopts the given tensors as live state (no copy when dtype and
-            # device match), so restoring the snapshot itself would let the next variant's
-            # in-place updates rewrite it.
-            self.optimizer.load_state_dict(copy.deepcopy(snap["optimizer"]))
-        torch.set_rng_state(snap["rng"])
+    def _restore(self, snap: TrainingSnapshot) -> None:
+        snap.restore()
 
     def _after_optimizer_step(self) -> None:
         if not self._explicit_step:
