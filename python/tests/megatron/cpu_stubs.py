@@ -5,7 +5,10 @@ DDP, optimizers and schedules run on gloo. Test harness only: capture needs none
 - a literal `device="cuda"` (loss-token counters, optimizer scalars) becomes CPU;
 - `Tensor.type()` (no argument) answers the CUDA type name: the mixed-precision optimizers
   sort parameters by it;
-- the model-parallel CUDA RNG tracker forks nothing (dropout is 0 in these runs).
+- the model-parallel CUDA RNG tracker forks nothing (dropout is 0 in these runs);
+- Apex's fused layer-norm kernel is `F.layer_norm`, so the local spec keeps Megatron's own
+  `FusedLayerNorm` module (which marks its weights `sequence_parallel`; the torch fallback
+  refuses sequence parallelism).
 """
 
 from __future__ import annotations
@@ -41,6 +44,28 @@ def _cuda_type_name(original: Callable[..., Any]) -> Callable[..., Any]:
     return type_
 
 
+class _LayerNormAffine(torch.autograd.Function):
+    """Apex's `FusedLayerNormAffineFunction.apply(x, weight, bias, shape, eps)` on CPU."""
+
+    @staticmethod
+    def apply(x, weight, bias, shape, eps):  # type: ignore[override]
+        shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        return torch.nn.functional.layer_norm(x, shape, weight, bias, eps)
+
+
+def _use_fused_layer_norm() -> None:
+    from megatron.core.fusions import fused_layer_norm
+    from megatron.core.models import backends
+    from megatron.core.models.gpt import gpt_layer_specs
+    from megatron.core.transformer import transformer_block
+
+    fused_layer_norm.HAVE_FUSED_LAYER_NORM = True
+    fused_layer_norm.FusedLayerNormAffineFunction = _LayerNormAffine
+    gpt_layer_specs.LNImpl = fused_layer_norm.FusedLayerNorm
+    backends.LNImpl = fused_layer_norm.FusedLayerNorm
+    transformer_block.LayerNormImpl = fused_layer_norm.FusedLayerNorm
+
+
 def install() -> None:
     if getattr(torch, "_ttrace_cpu_stubs", False):
         return
@@ -55,3 +80,4 @@ def install() -> None:
     mp_random.CudaRNGStatesTracker.fork = lambda self, name=None: contextlib.nullcontext()
     mp_random.CudaRNGStatesTracker.add = lambda self, name, seed: None
     mp_random.model_parallel_cuda_manual_seed = lambda *a, **k: None
+    _use_fused_layer_norm()

@@ -19,6 +19,7 @@ from . import cpu_stubs
 
 cpu_stubs.install()
 
+import ttrace.capture as ttc  # noqa: E402  # ttrace
 from megatron.core import parallel_state  # noqa: E402
 from megatron.core.distributed import (  # noqa: E402
     DistributedDataParallel,
@@ -30,8 +31,6 @@ from megatron.core.models.gpt.gpt_layer_specs import get_gpt_layer_local_spec  #
 from megatron.core.optimizer import OptimizerConfig, get_megatron_optimizer  # noqa: E402
 from megatron.core.pipeline_parallel import get_forward_backward_func  # noqa: E402
 from megatron.core.transformer import TransformerConfig  # noqa: E402
-
-import ttrace.capture as ttc  # noqa: E402  # ttrace
 
 from .bugs import inject  # noqa: E402
 
@@ -64,7 +63,10 @@ def micro_batch(step: int, mb: int) -> dict[str, torch.Tensor]:
     """This data-parallel rank's rows of global micro-batch `mb` of `step`."""
     g = torch.Generator().manual_seed(1000 * step + mb)
     ids = torch.randint(0, VOCAB, (BATCH, SEQ + 1), generator=g)
-    dp, rank = parallel_state.get_data_parallel_world_size(), parallel_state.get_data_parallel_rank()
+    dp, rank = (
+        parallel_state.get_data_parallel_world_size(),
+        parallel_state.get_data_parallel_rank(),
+    )
     rows = ids[rank * BATCH // dp : (rank + 1) * BATCH // dp]
     mask = torch.triu(torch.ones(SEQ, SEQ, dtype=torch.bool), diagonal=1)[None, None]
     positions = torch.arange(SEQ).expand(rows.shape[0], SEQ)
@@ -119,7 +121,9 @@ def main() -> None:
         [ddp],
     )
     role = "reference" if world == 1 else "candidate"  # ttrace
-    tracer = ttc.Tracer(ddp, optimizer, args.out, role=role, perturbations=2 * (world == 1))  # ttrace
+    tracer = ttc.Tracer(
+        ddp, optimizer, args.out, role=role, perturbations=2 * (world == 1)
+    )  # ttrace
     forward_backward = get_forward_backward_func()
 
     def forward_step(data_iterator, model):  # Megatron's forward_step_func convention

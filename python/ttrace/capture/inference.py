@@ -27,6 +27,7 @@ from .layer_rules import layer_rule
 from .layout import Layout
 from .layout_note import LayoutNote
 from .layout_shapes import ShapeFacts
+from .megatron_rules import MegatronRules
 from .naming import ModuleNames
 from .parallel_info import ParallelInfo
 from .run_order import activation_order
@@ -62,6 +63,7 @@ class PlacementInference:
         self.calls = calls
         self.order = activation_order(info, names.names)
         self.facts = ShapeFacts(names, info)
+        self.megatron = MegatronRules(names.names, info.tp)
         self._styles: dict[nn.Module, StyleLayouts | None] = {}
         # Layout of every local tensor a captured module produced (or was handed), so that
         # its consumers (inputs, elementwise modules) take the producer's layout.
@@ -108,6 +110,11 @@ class PlacementInference:
             spec = ann.pick(direction, index)
             if isinstance(spec, str):
                 return Layout.parse(spec), "annotation"
+        megatron = self.megatron.decide(
+            module, direction, index, tensor.dim() if tensor is not None else None
+        )
+        if megatron is not None:
+            return megatron, "megatron"
         rule = layer_rule(module)
         if rule is not None:
             return rule(direction, int(index) if str(index).isdigit() else 0), "megatron"
@@ -132,6 +139,9 @@ class PlacementInference:
             # Only the primary input/output is inherited: extra inputs keep the default.
             callee = callees[0] if direction == "in" else callees[-1]
             return self.decide(callee, direction, 0, None, True, depth + 1)
+        heads = self.megatron.heads_layout(tensor)
+        if heads is not None:
+            return heads, "megatron heads"
         return Layout("replica"), "default"
 
     def activation(
@@ -195,6 +205,8 @@ class PlacementInference:
             return Placement.full(shape), ""
         if len(shape) == 0:
             return self._scalar(gradient, direction), ""
+        if len(shape) == 1 and info.dp * info.cp > 1:
+            return self._vector(shape[0], layout, gradient), ""
         dims: list[DimMap] = []
         note = ""
         split = layout.split_dim(len(shape))
@@ -217,7 +229,7 @@ class PlacementInference:
             else:
                 dims.append(DimMap.whole(n))
         replicas = 1
-        if info.tp > 1 and layout.mode == "replica":
+        if info.tp > 1 and layout.mode in ("replica", "grad_sum"):
             replicas = info.tp
         if note and info.dp > 1:
             replicas *= info.dp
@@ -233,6 +245,23 @@ class PlacementInference:
         if parts > 1 and not gradient and direction == "out":
             return Placement.full(()).with_partial(info.dp_rank * info.cp + info.cp_rank)
         return Placement.full((), "replica" if info.world_size > 1 else "copy")
+
+    def _vector(self, n: int, layout: Layout, gradient: bool) -> Placement:
+        """A 1-d activation (a bias handed out as an output) has no batch dimension: every
+        data-parallel rank holds it whole, and its gradient sums that rank's tokens only (a
+        partial sum over dp x cp, and over tp too for the gradient of a `grad_sum`)."""
+        info = self.info
+        split = info.tp > 1 and (layout.mode == "last" or layout.split_dim(1) == 0)
+        dims = [DimMap.split(n, info.tp_rank, info.tp) if split else DimMap.whole(n)]
+        if not gradient:
+            return placement_from_dims((n,), dims, "replica")
+        groups = [(info.dp, info.dp_rank), (info.cp, info.cp_rank)]
+        if layout.mode == "sum":
+            groups.append((info.tp, info.tp_rank))
+        index = 0
+        for size, rank in groups:
+            index = index * size + rank
+        return placement_from_dims((n,), dims, "sum", index)
 
     def _seq_map(self, local: int, tp_split: bool) -> DimMap:
         info = self.info

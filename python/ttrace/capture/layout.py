@@ -9,6 +9,9 @@ Modes:
   parallelism, as a DTensor ``Shard(dim)`` on the tensor-parallel mesh;
 - ``sum``: each tensor-parallel rank holds a partial sum (a row-parallel output before its
   reduction);
+- ``grad_sum``: a replica in the forward whose gradient is a partial sum over tensor
+  parallelism (a bias returned as an output under sequence parallelism: each rank's gradient
+  sums only its own tokens);
 - ``whole``: the tensor is complete on this rank and nowhere else (an expert's tokens).
 Independently of the mode, the batch dimension is split over data parallelism and the
 sequence over context parallelism.
@@ -23,7 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-MODES = ("replica", "seq", "last", "split", "sum", "whole")
+MODES = ("replica", "seq", "last", "split", "sum", "grad_sum", "whole")
 
 
 @dataclass(frozen=True)
@@ -56,19 +59,33 @@ class Layout:
         return d if 0 <= d < ndim else None
 
     def for_gradient(self) -> Layout:
-        """The gradient of a partial sum is the full gradient, identical on every rank."""
-        return Layout("replica", self.order) if self.mode == "sum" else self
+        """The gradient of a partial sum is the full gradient, identical on every rank; the
+        gradient of a `grad_sum` replica is a partial sum."""
+        if self.mode == "sum":
+            return Layout("replica", self.order)
+        if self.mode == "grad_sum":
+            return Layout("sum", self.order)
+        return self
 
     def describe(self) -> str:
         text = f"split dim {self.dim} over tp" if self.mode == "split" else self.mode
         return text + (f" ({self.order})" if self.order else "")
 
     def spec(self) -> str:
-        """The `annotate` spelling (mode names only; `split` has no string form)."""
-        return f"{self.mode}:{self.order}" if self.order else self.mode
+        """The `annotate` spelling: ``"seq"``, ``"replica:bs"``, ``"split:2"``,
+        ``"split:1:bs"``."""
+        head = f"split:{self.dim}" if self.mode == "split" else self.mode
+        return f"{head}:{self.order}" if self.order else head
 
     @classmethod
     def parse(cls, text: str) -> Layout:
-        """``"seq"`` or ``"replica:bs"``."""
-        mode, _, order = text.partition(":")
-        return cls(mode, order or None)
+        """``"seq"``, ``"replica:bs"``, ``"split:2"`` (heads of ``[s, b, np, hn]``) or
+        ``"split:1:bs"`` (heads of ``[b, np, s, s]`` scores)."""
+        parts = text.split(":")
+        if parts[0] != "split":
+            if len(parts) > 2:
+                raise ValueError(f"layout {text!r}: expected 'mode' or 'mode:order'")
+            return cls(parts[0], parts[1] if len(parts) > 1 else None)
+        if len(parts) not in (2, 3) or not parts[1].lstrip("-").isdigit():
+            raise ValueError(f"layout {text!r}: expected 'split:DIM' or 'split:DIM:ORDER'")
+        return cls("split", parts[2] if len(parts) == 3 else None, int(parts[1]))

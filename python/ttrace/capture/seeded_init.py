@@ -22,8 +22,8 @@ from .annotate import param_annotation_of
 from .call_structure import CallStructure
 from .dtensor_placement import dtensor_placement, is_dtensor
 from .inference import PlacementInference
-from .naming import canonical_names, unwrap
 from .megatron_parallel import megatron_parallel
+from .naming import canonical_names, unwrap
 from .parallel_info import ParallelInfo
 from .shard_math import slice_full
 
