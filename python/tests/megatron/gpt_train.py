@@ -3,7 +3,7 @@ spec, `parallel_state`, Megatron's `DistributedDataParallel`, `get_megatron_opti
 no-pipelining schedule with `finalize_model_grads`. One process is the reference; under
 torchrun with `--tp`/`--dp`, the candidate. The ttrace lines end in `# ttrace`.
 
-`--bug NAME` monkeypatches one Megatron-core function on tensor-parallel rank 1 (see
+`--bug NAME` (candidates only) monkeypatches a Megatron-core reduction inside one module (see
 `bugs.py`).
 """
 
@@ -103,7 +103,8 @@ def main() -> None:
     args = parse_args()
     world = init(args.tp)
     config, model = build(args)
-    inject(args.bug)
+    if world > 1:
+        inject(args.bug, model)
     ttc.seeded_init(model, seed=0)  # ttrace
     ddp_config = DistributedDataParallelConfig(
         grad_reduce_in_fp32=True, use_distributed_optimizer=args.dist_optimizer

@@ -2,9 +2,10 @@
 
     tracer = Tracer(model, optimizer, "bundle/", role="candidate", iterations=[0, 1],
                     parallel=ParallelInfo(tp=2, tp_rank=..., ...))
-    for it in range(steps):
-        with tracer.step(it):
-            ...forward/backward over micro-batches..., optimizer.step()
+    for _ in tracer.run_variants():   # the reference's perturbed variants; once otherwise
+        for it in range(steps):
+            with tracer.step(it):
+                ...forward/backward over micro-batches..., optimizer.step()
     tracer.close()   # collective: rank 0 writes manifest.json
 
 Micro-batches are numbered by counting forward calls of each model chunk within the step
@@ -31,7 +32,7 @@ from ttrace.bundle import BundleWriter, Placement, RankRecord, TensorKey, write_
 from .async_writer import AsyncWriter
 from .call_structure import CallStructure
 from .capture_state import CaptureState
-from .errors import TracerError
+from .errors import LoopError, TracerError
 from .inference import PlacementInference
 from .layout_note import LayoutNote
 from .module_hooks import ModuleHooks
@@ -111,6 +112,10 @@ class Tracer:
             else None
         )
         self._explicit_step = False
+        self._variant_loop: str | None = None  # the variants loop running, if any
+        self._stepped: set[tuple[str, int]] = set()
+        self._per_step_from: int | None = None
+        self._warned_per_step = False
         self._closed = False
         self._record: RankRecord | None = None
         atexit.register(self._atexit)
@@ -123,6 +128,7 @@ class Tracer:
         optimizer step) as `iteration`. With `micro_batch`, everything inside is that
         micro-batch."""
         s = self.state
+        self._check_step(int(iteration))
         s.iteration, s.in_step, self._explicit_step = int(iteration), True, True
         s.explicit_mb = micro_batch
         s.reset_counters()
@@ -147,31 +153,90 @@ class Tracer:
             self.state.explicit_mb = previous
 
     def variants(self, iteration: int) -> Iterator[str]:
-        """Reference only: yields `perturbed-1..K` then `nominal`. Each perturbed variant
-        starts from the same model, optimizer and RNG state, which is restored afterwards,
-        so only the nominal variant's step carries on into the next iteration."""
-        yield from self._each_variant()
+        """Reference only, per-step perturbation: yields `perturbed-1..K` then `nominal`.
+        Each perturbed variant starts from the same model, optimizer and RNG state, which is
+        restored afterwards, so only the nominal variant's step carries on into the next
+        iteration. Its floors miss the round-off earlier steps left in the parameters
+        (`docs/tolerance.md`): for more than one captured iteration use `run_variants()`."""
+        if self._per_step_from is None:
+            self._per_step_from = int(iteration)
+        elif int(iteration) != self._per_step_from and not self._warned_per_step:
+            self._warned_per_step = True
+            log.warning(
+                "ttrace: per-step variants at iteration %d: its floors miss the round-off "
+                "earlier steps left in the parameters and can raise false alarms; wrap the "
+                "whole loop in `for _ in tracer.run_variants():` instead",
+                iteration,
+            )
+        yield from self._each_variant("variants(it)")
 
     def run_variants(self) -> Iterator[str]:
-        """Reference only, whole-run perturbation: yields `perturbed-1..K` then `nominal`;
-        the loop body runs *every* captured iteration. Each variant starts from the model,
-        optimizer and RNG state at this call, so a perturbed variant carries its own
-        round-off from step to step exactly as a distributed candidate does, and later
-        iterations' floors include the parameter error earlier steps left behind."""
-        yield from self._each_variant()
+        """Reference only, whole-run perturbation (the documented reference loop): yields
+        `perturbed-1..K` then `nominal`; the loop body runs *every* captured iteration. Each
+        variant starts from the model, optimizer and RNG state at this call, so a perturbed
+        variant carries its own round-off from step to step exactly as a distributed
+        candidate does, and later iterations' floors include the parameter error earlier
+        steps left behind."""
+        yield from self._each_variant("run_variants()")
 
-    def _each_variant(self) -> Iterator[str]:
+    def _each_variant(self, loop: str) -> Iterator[str]:
         """`perturbed-1..K` then `nominal`, each starting from the state at this call (the
         snapshot is restored after every perturbed variant, so one snapshot serves all)."""
-        snapshot = self._snapshot() if self.perturbation.variants else None
-        for k, name in enumerate(self.perturbation.variants, start=1):
-            self.state.variant, self.state.variant_index = name, k
-            try:
-                yield name
-            finally:
-                self.state.variant, self.state.variant_index = "nominal", 0
-                self._restore(snapshot)
-        yield "nominal"
+        if self.state.in_step:
+            raise LoopError(
+                "variants_inside_step",
+                f"tracer.{loop} was called inside `with tracer.step(...)`: every variant "
+                "would be filed as a further micro-batch of one step. Put the variants loop "
+                "outside: `for _ in tracer.run_variants():` around the loop over iterations, "
+                "`with tracer.step(it):` inside it",
+            )
+        if self._variant_loop is not None:
+            raise LoopError(
+                "nested_variants",
+                f"tracer.{loop} inside tracer.{self._variant_loop}: use one variants loop",
+            )
+        self._variant_loop = loop
+        try:
+            snapshot = self._snapshot() if self.perturbation.variants else None
+            for k, name in enumerate(self.perturbation.variants, start=1):
+                self.state.variant, self.state.variant_index = name, k
+                try:
+                    yield name
+                finally:
+                    self.state.variant, self.state.variant_index = "nominal", 0
+                    self._restore(snapshot)
+            yield "nominal"
+        finally:
+            self._variant_loop = None
+
+    def _check_step(self, iteration: int) -> None:
+        """Refuse a step that would mislabel what it captures."""
+        s = self.state
+        if s.in_step:
+            raise LoopError(
+                "nested_step",
+                f"tracer.step({iteration}) inside tracer.step({s.iteration}): one step "
+                "context per training step",
+            )
+        wanted = s.iterations is None or iteration in s.iterations
+        if not wanted:
+            return
+        if self.perturbation.count and self._variant_loop is None:
+            raise LoopError(
+                "step_outside_variants",
+                f"the reference has perturbations={self.perturbation.count} but "
+                f"tracer.step({iteration}) runs outside a variants loop, so no perturbed "
+                "variant would be captured: wrap the loop over iterations in "
+                "`for _ in tracer.run_variants():`",
+            )
+        key = (s.variant, iteration)
+        if key in self._stepped:
+            raise LoopError(
+                "step_repeated",
+                f"iteration {iteration} of variant {s.variant} was already captured; "
+                "each (variant, iteration) is one step",
+            )
+        self._stepped.add(key)
 
     def _snapshot(self) -> TrainingSnapshot:
         return TrainingSnapshot(self.roots, self.optimizer)
