@@ -51,10 +51,11 @@ def parse_args() -> argparse.Namespace:
 def init(tp: int) -> int:
     torch.manual_seed(0)
     world = int(os.environ.get("WORLD_SIZE", "1"))
-    if not dist.is_initialized():
-        os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
-        os.environ.setdefault("MASTER_PORT", "29533")
-        dist.init_process_group("gloo", rank=int(os.environ.get("RANK", "0")), world_size=world)
+    if world == 1:
+        # The reference: a one-rank group in memory (no port to collide with other jobs).
+        dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+    else:
+        dist.init_process_group("gloo")
     parallel_state.initialize_model_parallel(tensor_model_parallel_size=tp)
     return world
 

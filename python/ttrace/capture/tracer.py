@@ -42,6 +42,7 @@ from .optimizer_hooks import OptimizerHooks
 from .parallel_detect import resolve_parallel
 from .parallel_info import ParallelInfo
 from .perturbation import Perturbation
+from .precision import precision_of
 from .selection import ModuleSpec, select_modules
 from .training_snapshot import TrainingSnapshot
 
@@ -60,7 +61,7 @@ class Tracer:
         micro_batches: Sequence[int] | None = None,
         modules: ModuleSpec = None,
         parallel: ParallelInfo | None = None,
-        precision: str = "fp32",
+        precision: str | None = None,
         perturbations: int | Perturbation = 0,
         kinds: Sequence[str] | None = None,
         model_name: str = "",
@@ -73,7 +74,9 @@ class Tracer:
         self.optimizer = optimizer
         self.out_dir = Path(out_dir)
         self.role = role
-        self.precision = precision
+        # Not given: the parameters' dtype says it (bf16 / fp16 models, as Megatron-core's
+        # `bf16=True` builds them); recipes that differ (autocast, fp8) must say so.
+        self.precision = precision or precision_of(self.roots)
         self.model_name = model_name
         distributed = dist.is_available() and dist.is_initialized()
         self.rank = rank if rank is not None else (dist.get_rank() if distributed else 0)
@@ -227,7 +230,7 @@ class Tracer:
                 f"the reference has perturbations={self.perturbation.count} but "
                 f"tracer.step({iteration}) runs outside a variants loop, so no perturbed "
                 "variant would be captured: wrap the loop over iterations in "
-                "`for _ in tracer.run_variants():`",
+                "`for _ in tracer.run_variants():` (outside `tracer.step()`)",
             )
         key = (s.variant, iteration)
         if key in self._stepped:
