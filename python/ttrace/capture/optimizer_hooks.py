@@ -24,7 +24,7 @@ from ttrace.bundle import Placement
 from .capture_state import CaptureState
 from .dtensor_placement import dtensor_placement, is_dtensor
 from .module_hooks import ModuleHooks, to_host
-from .optimizer_view import OptimizerView
+from .optimizer_view import OWNED_ELSEWHERE, OptimizerView
 from .shard_math import flat_ranges_of_box
 
 log = logging.getLogger("ttrace.capture")
@@ -76,10 +76,10 @@ class OptimizerHooks:
         if not view.sharded:
             self.hooks.emit_param(p, grad, "main_grad", -1)
             return
-        entry, _ = view.entry(p)
-        if entry is None or entry.flat_range is None:
+        owned = view.flat_range(p)
+        if owned is None:
             return  # this rank owns no part of p
-        self._emit_flat(p, "main_grad", "", grad, entry.flat_range)
+        self._emit_flat(p, "main_grad", "", grad, owned)
 
     def _emit_flat(
         self, p: nn.Parameter, kind: str, prefix: str, tensor: Any, flat: tuple[int, int]
@@ -117,12 +117,15 @@ class OptimizerHooks:
         parameters, as its local shard with its own placement; a distributed optimizer's
         shard as flat ranges). A parameter whose state cannot be found is reported once."""
         view = OptimizerView(self.optimizer)
+        missing: dict[str, list[str]] = {}
         for p in self.hooks.owner:
             if not p.requires_grad:
                 continue
             entry, why = view.entry(p)
             if entry is None or not entry.tensors:
-                self._report_missing(p, why or "the optimizer holds no parameter-shaped state")
+                why = why or "the optimizer holds no parameter-shaped state"
+                if why != OWNED_ELSEWHERE:  # the owning rank captures it
+                    missing.setdefault(why, []).append(".".join(self.hooks.param_name(p)[1:]))
                 continue
             module, mname, pname = self.hooks.param_name(p)
             for name, value in entry.tensors.items():
@@ -138,14 +141,16 @@ class OptimizerHooks:
                 self.hooks._guard(
                     key.path, lambda k=key, v=value, p=p, m=module: self._emit(k, v, p, m)
                 )
+        self._report_missing(missing)
 
-    def _report_missing(self, p: nn.Parameter, why: str) -> None:
-        if why.startswith("owned by another rank"):
-            return  # covered by the rank that owns it
-        name = ".".join(self.hooks.param_name(p)[1:])
-        if name not in self._reported:
-            self._reported.add(name)
-            log.warning("ttrace: optimizer state of %s not captured: %s", name, why)
+    def _report_missing(self, missing: dict[str, list[str]]) -> None:
+        """One warning per reason (the first time it occurs), naming the parameters."""
+        for why, names in missing.items():
+            if why in self._reported:
+                continue
+            self._reported.add(why)
+            shown = ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
+            log.warning("ttrace: optimizer state not captured for %s: %s", shown, why)
 
     def _emit(self, key: Any, value: torch.Tensor, p: nn.Parameter, module: nn.Module) -> None:
         # A state that is not itself a DTensor (but its parameter is) shares the parameter's

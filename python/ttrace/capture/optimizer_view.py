@@ -28,6 +28,8 @@ import torch
 
 from .training_snapshot import torch_optimizers
 
+OWNED_ELSEWHERE = "owned by another rank of the distributed optimizer"
+
 
 @dataclass
 class StateEntry:
@@ -54,10 +56,27 @@ def _pairs(opt: Any, model_attr: str, main_attr: str) -> Iterator[tuple[Any, Any
 class OptimizerView:
     def __init__(self, optimizer: Any) -> None:
         self.entries: dict[torch.Tensor, StateEntry] = {}
-        self.sharded = False  # a distributed optimizer: unowned parameters have no entry
+        self.range_maps = [
+            rm
+            for leaf in _leaves(optimizer)
+            if (rm := getattr(leaf, "_get_model_param_range_map", None)) is not None
+        ]
+        # A distributed optimizer: each rank owns a range of each parameter, or nothing.
+        self.sharded = bool(self.range_maps)
         self.readable = bool(torch_optimizers(optimizer))
         for leaf in _leaves(optimizer):
             self._read(leaf)
+
+    def flat_range(self, param: torch.Tensor) -> tuple[int, int] | None:
+        """The owned [start, end) of the flattened parameter; None when this rank owns
+        nothing of it (Megatron's range map raises KeyError for those)."""
+        for range_map in self.range_maps:
+            try:
+                owned = range_map(param)["param"]
+            except KeyError:
+                continue
+            return int(owned.start), int(owned.end)
+        return None
 
     def _read(self, leaf: Any) -> None:
         inner = torch_optimizers(leaf)
@@ -65,8 +84,7 @@ class OptimizerView:
         for opt in inner:
             state.update(opt.state)
         range_map = getattr(leaf, "_get_model_param_range_map", None)
-        if range_map is not None and hasattr(leaf, "shard_fp32_groups"):
-            self.sharded = True
+        if range_map is not None:
             for model_attr, main_attr in (
                 ("model_float16_groups", "shard_fp32_from_float16_groups"),
                 ("model_fp32_groups", "shard_fp32_groups"),
@@ -103,8 +121,8 @@ class OptimizerView:
         found = self.entries.get(param)
         if found is not None:
             return found, ""
-        if self.sharded:
-            return None, "owned by another rank of the distributed optimizer"
         if not self.readable:
             return None, "the optimizer exposes no torch optimizer whose state ttrace can read"
+        if self.sharded and self.flat_range(param) is None:
+            return None, OWNED_ELSEWHERE
         return None, "not among the optimizer's parameters"
