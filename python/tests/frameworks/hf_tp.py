@@ -14,7 +14,7 @@ from .hf_model import break_row_parallel, tiny_llama
 
 def main() -> None:
     args = parse_args()
-    rank, world = init()
+    _, world = init()
     model = tiny_llama()
     if world > 1:
         if args.bug != "none":

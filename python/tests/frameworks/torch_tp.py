@@ -53,7 +53,7 @@ def parallelize(model: Transformer, world: int) -> None:
 
 def main() -> None:
     args = parse_args()
-    rank, world = init()
+    _, world = init()
     model = Transformer()
     if world > 1:
         if args.bug != "none":
