@@ -142,6 +142,15 @@ def test_weight_only_sequence_parallel_norm_and_plain_embedding() -> None:
     assert inf.layout(model.embed, "out", 0) == Layout("replica", "bs")
     p = inf.from_layout((2, 4, 8), Layout("replica", "bs"), gradient=False)
     assert p.global_shape == (2, 4, 8) and p.combine == "replica"
+    # An embedding outside sequence parallelism (weight marked for the gradient all-reduce):
+    # replicated forward, partial-sum gradient.
+    model.embed.weight.sequence_parallel = True
+    inf = PlacementInference(canonical_names([model]), info, CallStructure())
+    out = inf.layout(model.embed, "out", 0)
+    assert out == Layout("gradsum", "bs")
+    assert inf.from_layout((2, 4, 8), out, gradient=False).combine == "replica"
+    grad = inf.from_layout((2, 4, 8), out.for_gradient(), gradient=True)
+    assert grad.combine == "sum" and grad.partial_index == 1
 
 
 class Unknown(nn.Module):

@@ -217,7 +217,7 @@ class PlacementInference:
             else:
                 dims.append(DimMap.whole(n))
         replicas = 1
-        if info.tp > 1 and layout.mode == "replica":
+        if info.tp > 1 and layout.mode in ("replica", "gradsum"):
             replicas = info.tp
         if note and info.dp > 1:
             replicas *= info.dp
