@@ -51,7 +51,7 @@ def run_script(script: str, out: Path, nproc: int, bug: str = "none") -> None:
     else:
         launcher = ["-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}"]
         cmd = [sys.executable, *launcher, *module]
-    proc = subprocess.run(cmd, cwd=PYTHON_DIR, env=env, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(cmd, cwd=PYTHON_DIR, env=env, capture_output=True, text=True, timeout=300)
     if proc.returncode != 0:
         raise AssertionError(
             f"{' '.join(cmd)} failed:\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"

@@ -40,8 +40,8 @@ def main() -> None:
             with tracer.step(step):  # ttrace
                 train_step(step)  # ttrace
     tracer.close()  # ttrace
-    finish()
 
 
 if __name__ == "__main__":
     main()
+    finish()  # after main's models are freed: see common.finish
