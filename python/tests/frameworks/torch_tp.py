@@ -59,20 +59,18 @@ def main() -> None:
         if args.bug != "none":
             break_row_parallel(model.layers[0].feed_forward.w2, args.bug)
         parallelize(model, world)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
     ttc.seeded_init(model, seed=0)  # ttrace
     role = "reference" if world == 1 else "candidate"  # ttrace
-    tracer = ttc.Tracer(
-        model, optimizer, args.out, role=role, perturbations=2 * (world == 1)
-    )  # ttrace
+    tracer = ttc.Tracer(model, opt, args.out, role=role, perturbations=2 * (world == 1))  # ttrace
 
     def train_step(step: int) -> None:
         ids = global_batch(step)
         logits = model(ids)
         loss = F.cross_entropy(logits.flatten(0, 1), ids.roll(-1, dims=1).flatten())
         loss.backward()
-        optimizer.step()
-        optimizer.zero_grad()
+        opt.step()
+        opt.zero_grad()
 
     for _ in tracer.run_variants():  # ttrace
         for step in range(STEPS):  # ttrace
