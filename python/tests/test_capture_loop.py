@@ -188,7 +188,7 @@ def test_optimizer_view_reads_chained_and_main_param_state() -> None:
 def test_layout_spellings() -> None:
     assert Layout.parse("split:2") == Layout("split", None, 2)
     assert Layout.parse("split:1:bs") == Layout("split", "bs", 1)
-    assert Layout.parse("grad_sum").for_gradient() == Layout("sum")
+    assert Layout.parse("gradsum").for_gradient() == Layout("sum")
     assert Layout.parse("split:-1:sb").spec() == "split:-1:sb"
     for bad in ("split", "split:x", "replica:bs:1"):
         with pytest.raises(ValueError):

@@ -142,6 +142,15 @@ def test_weight_only_sequence_parallel_norm_and_plain_embedding() -> None:
     assert inf.layout(model.embed, "out", 0) == Layout("replica", "bs")
     p = inf.from_layout((2, 4, 8), Layout("replica", "bs"), gradient=False)
     assert p.global_shape == (2, 4, 8) and p.combine == "replica"
+    # An embedding outside sequence parallelism (weight marked for the gradient all-reduce):
+    # replicated forward, partial-sum gradient.
+    model.embed.weight.sequence_parallel = True
+    inf = PlacementInference(canonical_names([model]), info, CallStructure())
+    out = inf.layout(model.embed, "out", 0)
+    assert out == Layout("gradsum", "bs")
+    assert inf.from_layout((2, 4, 8), out, gradient=False).combine == "replica"
+    grad = inf.from_layout((2, 4, 8), out.for_gradient(), gradient=True)
+    assert grad.combine == "sum" and grad.partial_index == 1
 
 
 class Unknown(nn.Module):
@@ -180,3 +189,62 @@ def test_fallback_notes_say_what_was_tried_and_how_to_fix_it(tmp_path: Path) -> 
     param = got["nominal/iter_0/mb_all/model.layers.0.proj/parameter/weight"]
     assert "not a DTensor" in param["layout_note"]
     assert param["annotate_hint"].startswith('ttc.annotate(model.get_parameter("model.layers.0.')
+
+
+@pytest.fixture
+def one_rank_group(tmp_path: Path):
+    """A real one-rank gloo group (DeviceMesh and the TP styles need one), torn down after."""
+    import torch.distributed as dist
+
+    dist.init_process_group(
+        "gloo", init_method=f"file://{tmp_path / 'store'}", rank=0, world_size=1
+    )
+    try:
+        yield
+    finally:
+        dist.destroy_process_group()
+
+
+def test_tensor_parallel_styles_are_read_back(one_rank_group: None) -> None:
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor import Replicate, Shard
+    from torch.distributed.tensor.parallel import (
+        ColwiseParallel,
+        RowwiseParallel,
+        SequenceParallel,
+        parallelize_module,
+    )
+
+    from ttrace.capture.tp_styles import module_style
+
+    mesh = init_device_mesh("cpu", (1,))
+    model = nn.Module()
+    model.up = nn.Linear(8, 16)
+    model.down = nn.Linear(16, 8)
+    model.norm = nn.LayerNorm(8)
+    model.head = nn.Linear(8, 4)
+    parallelize_module(
+        model,
+        mesh,
+        {
+            "up": ColwiseParallel(),
+            "down": RowwiseParallel(output_layouts=Shard(1)),
+            "norm": SequenceParallel(use_local_output=True),
+            "head": ColwiseParallel(output_layouts=Replicate()),
+        },
+    )
+    assert module_style(model.up, set()).outputs == Layout("split", dim=-1)
+    assert module_style(model.down, set()).outputs == Layout("split", dim=1)
+    assert module_style(model.norm, set()).outputs == Layout("split", dim=1)
+    assert module_style(model.head, set()).outputs == Layout("replica")
+
+    from transformers.distributed.tensor_parallel import apply_tensor_parallelism
+
+    hf = nn.Module()
+    hf.q_proj = nn.Linear(8, 8)
+    hf.o_proj = nn.Linear(8, 8)
+    apply_tensor_parallelism(hf, mesh, {"q_proj": "colwise", "o_proj": "rowwise"})
+    q, o = module_style(hf.q_proj, set()), module_style(hf.o_proj, set())
+    assert (q.inputs, q.outputs) == (Layout("replica"), Layout("split", dim=-1))
+    assert (o.inputs, o.outputs) == (Layout("split", dim=-1), Layout("replica"))
+    assert q.source == "transformers ColwiseParallel"

@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
 from cli_paths import ttrace_binary
 
 PYTHON_DIR = Path(__file__).resolve().parents[1]
@@ -33,13 +32,14 @@ class Config:
     script: str  # module under tests.frameworks
     reference: str  # which reference bundle ("hf" or "torch")
     guilty: str  # module the injected bugs sit in (a prefix for FSDP2's per-layer groups)
+    gradient_bug: bool  # the bugs are in the gradient reduction, not in the forward
 
 
 CONFIGS = {
-    "hf_tp": Config("hf_tp", "hf", "model.layers.0.mlp.down_proj"),
-    "torch_tp_sp": Config("torch_tp", "torch", "layers.0.feed_forward.w2"),
-    "hf_ddp": Config("hf_ddp", "hf", "model.layers.0.mlp.down_proj"),
-    "hf_fsdp2": Config("hf_fsdp", "hf", "model.layers.0"),
+    "hf_tp": Config("hf_tp", "hf", "model.layers.0.mlp.down_proj", False),
+    "torch_tp_sp": Config("torch_tp", "torch", "layers.0.feed_forward.w2", False),
+    "hf_ddp": Config("hf_ddp", "hf", "model.layers.0.mlp.down_proj", True),
+    "hf_fsdp2": Config("hf_fsdp", "hf", "model.layers.0", True),
 }
 
 
@@ -51,7 +51,7 @@ def run_script(script: str, out: Path, nproc: int, bug: str = "none") -> None:
     else:
         launcher = ["-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}"]
         cmd = [sys.executable, *launcher, *module]
-    proc = subprocess.run(cmd, cwd=PYTHON_DIR, env=env, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(cmd, cwd=PYTHON_DIR, env=env, capture_output=True, text=True, timeout=300)
     if proc.returncode != 0:
         raise AssertionError(
             f"{' '.join(cmd)} failed:\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
@@ -111,7 +111,10 @@ def test_injected_bug_found_in_its_module(
     summary = report["summary"]
     assert rc == 1 and summary["divergent"] > 0, text
     assert summary["invalid"] == 0 and summary["missing"] == 0, text
-    first = report["first_divergence"]["forward"]
+    # A forward bug (tensor parallelism) is the first forward divergence; a gradient
+    # reduction bug (DDP, FSDP2) the first backward one (forward tensors diverge only from
+    # the next step on).
+    first = report["first_divergence"]["backward" if config.gradient_bug else "forward"]
     assert first is not None and first.startswith(config.guilty), text
     introduced = [m["name"] for m in report["modules"] if m["origin"] == "introduced"]
     assert any(m.startswith(config.guilty) for m in introduced), text

@@ -9,6 +9,7 @@ before its reduction, `--bug drop` drops one reduction.
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 
 import torch
@@ -49,6 +50,10 @@ def local_rows(batch: torch.Tensor, rank: int, parts: int) -> torch.Tensor:
 
 
 def finish() -> None:
+    """Tear the process group down once the training objects are gone: a DDP reducer still
+    alive at `destroy_process_group` frees the gloo group at interpreter exit, whose thread
+    join can hang."""
+    gc.collect()
     if dist.is_initialized():
         dist.barrier()
         dist.destroy_process_group()

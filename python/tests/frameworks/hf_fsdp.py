@@ -24,26 +24,24 @@ def main() -> None:
         if args.bug != "none":
             break_fsdp_reduction(model.model.layers[0], args.bug)
     ttc.seeded_init(model, seed=0)  # ttrace
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
     role = "reference" if world == 1 else "candidate"  # ttrace
-    tracer = ttc.Tracer(
-        model, optimizer, args.out, role=role, perturbations=2 * (world == 1)
-    )  # ttrace
+    tracer = ttc.Tracer(model, opt, args.out, role=role, perturbations=2 * (world == 1))  # ttrace
 
     def train_step(step: int) -> None:
         ids = local_rows(global_batch(step), rank, world)
         loss = model(input_ids=ids, labels=ids).loss
         loss.backward()
-        optimizer.step()
-        optimizer.zero_grad()
+        opt.step()
+        opt.zero_grad()
 
     for _ in tracer.run_variants():  # ttrace
         for step in range(STEPS):  # ttrace
             with tracer.step(step):  # ttrace
                 train_step(step)  # ttrace
     tracer.close()  # ttrace
-    finish()
 
 
 if __name__ == "__main__":
     main()
+    finish()  # after main's models are freed: see common.finish

@@ -14,34 +14,32 @@ from .hf_model import break_row_parallel, tiny_llama
 
 def main() -> None:
     args = parse_args()
-    rank, world = init()
+    _, world = init()
     model = tiny_llama()
     if world > 1:
         if args.bug != "none":
             break_row_parallel(model.model.layers[0].mlp.down_proj, args.bug)
         config, _, meshes = LlamaForCausalLM.prepare_distribute_model(DistributedConfig(tp_size=2))
         model = LlamaForCausalLM.maybe_distribute_model(model, config, meshes)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
     ttc.seeded_init(model, seed=0)  # ttrace
     role = "reference" if world == 1 else "candidate"  # ttrace
-    tracer = ttc.Tracer(
-        model, optimizer, args.out, role=role, perturbations=2 * (world == 1)
-    )  # ttrace
+    tracer = ttc.Tracer(model, opt, args.out, role=role, perturbations=2 * (world == 1))  # ttrace
 
     def train_step(step: int) -> None:
         ids = global_batch(step)
         loss = model(input_ids=ids, labels=ids).loss
         loss.backward()
-        optimizer.step()
-        optimizer.zero_grad()
+        opt.step()
+        opt.zero_grad()
 
     for _ in tracer.run_variants():  # ttrace
         for step in range(STEPS):  # ttrace
             with tracer.step(step):  # ttrace
                 train_step(step)  # ttrace
     tracer.close()  # ttrace
-    finish()
 
 
 if __name__ == "__main__":
     main()
+    finish()  # after main's models are freed: see common.finish

@@ -53,34 +53,32 @@ def parallelize(model: Transformer, world: int) -> None:
 
 def main() -> None:
     args = parse_args()
-    rank, world = init()
+    _, world = init()
     model = Transformer()
     if world > 1:
         if args.bug != "none":
             break_row_parallel(model.layers[0].feed_forward.w2, args.bug)
         parallelize(model, world)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
     ttc.seeded_init(model, seed=0)  # ttrace
     role = "reference" if world == 1 else "candidate"  # ttrace
-    tracer = ttc.Tracer(
-        model, optimizer, args.out, role=role, perturbations=2 * (world == 1)
-    )  # ttrace
+    tracer = ttc.Tracer(model, opt, args.out, role=role, perturbations=2 * (world == 1))  # ttrace
 
     def train_step(step: int) -> None:
         ids = global_batch(step)
         logits = model(ids)
         loss = F.cross_entropy(logits.flatten(0, 1), ids.roll(-1, dims=1).flatten())
         loss.backward()
-        optimizer.step()
-        optimizer.zero_grad()
+        opt.step()
+        opt.zero_grad()
 
     for _ in tracer.run_variants():  # ttrace
         for step in range(STEPS):  # ttrace
             with tracer.step(step):  # ttrace
                 train_step(step)  # ttrace
     tracer.close()  # ttrace
-    finish()
 
 
 if __name__ == "__main__":
     main()
+    finish()  # after main's models are freed: see common.finish

@@ -229,7 +229,7 @@ class PlacementInference:
             else:
                 dims.append(DimMap.whole(n))
         replicas = 1
-        if info.tp > 1 and layout.mode in ("replica", "grad_sum"):
+        if info.tp > 1 and layout.mode in ("replica", "gradsum"):
             replicas = info.tp
         if note and info.dp > 1:
             replicas *= info.dp
@@ -249,7 +249,7 @@ class PlacementInference:
     def _vector(self, n: int, layout: Layout, gradient: bool) -> Placement:
         """A 1-d activation (a bias handed out as an output) has no batch dimension: every
         data-parallel rank holds it whole, and its gradient sums that rank's tokens only (a
-        partial sum over dp x cp, and over tp too for the gradient of a `grad_sum`)."""
+        partial sum over dp x cp, and over tp too for the gradient of a `gradsum`)."""
         info = self.info
         split = info.tp > 1 and (layout.mode == "last" or layout.split_dim(1) == 0)
         dims = [DimMap.split(n, info.tp_rank, info.tp) if split else DimMap.whole(n)]

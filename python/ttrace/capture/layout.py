@@ -9,9 +9,10 @@ Modes:
   parallelism, as a DTensor ``Shard(dim)`` on the tensor-parallel mesh;
 - ``sum``: each tensor-parallel rank holds a partial sum (a row-parallel output before its
   reduction);
-- ``grad_sum``: a replica in the forward whose gradient is a partial sum over tensor
-  parallelism (a bias returned as an output under sequence parallelism: each rank's gradient
-  sums only its own tokens);
+- ``gradsum``: replicated in the forward, but the gradient each rank sees is a partial sum
+  (a replicated layer whose consumers each use their own slice without a gathering
+  backward, e.g. an embedding outside sequence parallelism, its weight marked
+  ``sequence_parallel`` for the gradient all-reduce);
 - ``whole``: the tensor is complete on this rank and nowhere else (an expert's tokens).
 Independently of the mode, the batch dimension is split over data parallelism and the
 sequence over context parallelism.
@@ -26,7 +27,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-MODES = ("replica", "seq", "last", "split", "sum", "grad_sum", "whole")
+MODES = ("replica", "seq", "last", "split", "sum", "gradsum", "whole")
 
 
 @dataclass(frozen=True)
@@ -59,11 +60,11 @@ class Layout:
         return d if 0 <= d < ndim else None
 
     def for_gradient(self) -> Layout:
-        """The gradient of a partial sum is the full gradient, identical on every rank; the
-        gradient of a `grad_sum` replica is a partial sum."""
+        """The gradient of a partial sum is the full gradient, identical on every rank; that
+        of a `gradsum` tensor is a partial sum."""
         if self.mode == "sum":
             return Layout("replica", self.order)
-        if self.mode == "grad_sum":
+        if self.mode == "gradsum":
             return Layout("sum", self.order)
         return self
 

@@ -22,7 +22,7 @@ Embeddings and the model:
   by the vocab-parallel cross entropy) or, without labels, logits ``[b, s, v/tp]``.
 Skip-bias-add outputs (position 1 of a linear with `skip_bias_add`): a row-parallel bias is a
 replica whose gradient, under sequence parallelism, sums only this rank's tokens
-(`grad_sum`); a column-parallel bias is split like the weight's rows.
+(`gradsum`); a column-parallel bias is split like the weight's rows.
 """
 
 from __future__ import annotations
@@ -105,7 +105,7 @@ class MegatronRules:
         if getattr(weight, "partition_dim", None) == 0:
             return Layout("replica" if getattr(module, "gather_output", False) else "last")
         sp = bool(getattr(module, "sequence_parallel", False))
-        return Layout("grad_sum" if sp else "replica")
+        return Layout("gradsum" if sp else "replica")
 
     def heads_layout(self, tensor: torch.Tensor | None) -> Layout | None:
         """Heads of a 4-d activation nothing else placed, from the model's head counts."""

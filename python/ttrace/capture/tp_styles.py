@@ -66,6 +66,17 @@ def _cells(fn: Any) -> list[Any]:
         return []
 
 
+def _torch_sequence_sharding(module: nn.Module) -> Layout | None:
+    """The `Shard(sequence_dim)` a torch `SequenceParallel` input hook converts to."""
+    for hook in list(module._forward_pre_hooks.values()):
+        for cell in _cells(hook):
+            if isinstance(cell, functools.partial) and cell.args:
+                qual = getattr(cell.func, "__qualname__", "")
+                if qual == "SequenceParallel._prepare_input_fn":
+                    return placement_layout(_first(cell.args[0]))
+    return None
+
+
 def _torch_output(module: nn.Module) -> StyleLayouts | None:
     for hook in list(module._forward_hooks.values()):
         for cell in _cells(hook):
@@ -79,8 +90,11 @@ def _torch_output(module: nn.Module) -> StyleLayouts | None:
                     out = placement_layout(_first(layouts)) if local else None
                     return StyleLayouts(None, out, f"torch {style}")
                 if style == "SequenceParallel":
-                    # A local output keeps the input's sequence sharding.
-                    return StyleLayouts(None, None, "torch SequenceParallel")
+                    # A local output keeps the input's sequence sharding; a DTensor output
+                    # (the default) places itself.
+                    local = bool(cell.args[0]) if cell.args else False
+                    out = _torch_sequence_sharding(module) if local else None
+                    return StyleLayouts(None, out, "torch SequenceParallel")
             desired = getattr(cell, "desired_output_layouts", None)
             if desired is not None and getattr(cell, "use_local_output", False):
                 out = placement_layout(_first(desired))
