@@ -1,7 +1,8 @@
 """A tiny Megatron-core GPT trained the way Megatron-core's own examples do it: local layer
 spec, `parallel_state`, Megatron's `DistributedDataParallel`, `get_megatron_optimizer`, the
 no-pipelining schedule with `finalize_model_grads`. One process is the reference; under
-torchrun with `--tp`/`--dp`, the candidate. The ttrace lines end in `# ttrace`.
+torchrun with `--tp` (data parallelism over the remaining ranks), the candidate. The ttrace
+lines end in `# ttrace`.
 
 `--bug NAME` (candidates only) monkeypatches a Megatron-core reduction inside one module (see
 `bugs.py`).
@@ -123,9 +124,8 @@ def main() -> None:
         [ddp],
     )
     role = "reference" if world == 1 else "candidate"  # ttrace
-    tracer = ttc.Tracer(
-        ddp, optimizer, args.out, role=role, perturbations=2 * (world == 1)
-    )  # ttrace
+    variants = 2 * (world == 1)  # ttrace
+    tracer = ttc.Tracer(ddp, optimizer, args.out, role=role, perturbations=variants)  # ttrace
     forward_backward = get_forward_backward_func()
 
     def forward_step(data_iterator, model):  # Megatron's forward_step_func convention
