@@ -76,7 +76,8 @@ class MegatronRules:
         if kind == "core":
             if direction == "out":
                 return Layout("last")
-            return Layout("split", dim=2) if i in (0, 1, 2) and ndim == 4 else Layout("replica")
+            heads = i in (0, 1, 2) and ndim in (4, None)
+            return Layout("split", dim=2) if heads else Layout("replica")
         if kind == "softmax":
             return Layout("split", "bs", 1) if i <= 0 else Layout("replica")
         if name == "LanguageModelEmbedding" or name == "VocabParallelEmbedding":
