@@ -254,6 +254,8 @@ class PlacementInference:
         split = info.tp > 1 and (layout.mode == "last" or layout.split_dim(1) == 0)
         dims = [DimMap.split(n, info.tp_rank, info.tp) if split else DimMap.whole(n)]
         if not gradient:
+            if layout.mode == "sum" and info.tp > 1:  # partial over tp, replicated over dp
+                return placement_from_dims((n,), dims, "sum", info.tp_rank)
             return placement_from_dims((n,), dims, "replica")
         groups = [(info.dp, info.dp_rank), (info.cp, info.cp_rank)]
         if layout.mode == "sum":
