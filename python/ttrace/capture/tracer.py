@@ -8,6 +8,10 @@
                 ...forward/backward over micro-batches..., optimizer.step()
     tracer.close()   # collective: rank 0 writes manifest.json
 
+`parallel=` may be left out for DDP, FSDP2 and DTensor tensor-parallel models (read from the
+model, see `parallel_detect`); a `DistributedDataParallel` root is traced through the module
+it wraps.
+
 Micro-batches are numbered by counting forward calls of each model chunk within the step
 (or set explicitly with `tracer.micro_batch(m)`). Without `step()`, the iteration starts at
 0 and advances after every optimizer step.
