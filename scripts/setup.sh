@@ -16,7 +16,15 @@ APT_PACKAGES=(
   xvfb python3-venv
 )
 # torch is always pinned: an unpinned torch pulls gigabytes of CUDA packages.
-PIP_PACKAGES=(torch==2.13.0 "h5py>=3.8" "numpy>=1.24" "pytest>=7" "ruff>=0.5" pyzmq==27.1.0)
+# transformers and the packages it loads, pinned: the framework tests build its Llama.
+# pyzmq carries the localize agent's sockets.
+PIP_PACKAGES=(torch==2.13.0 "h5py>=3.8" "numpy>=1.24" "pytest>=7" "ruff>=0.5" pyzmq==27.1.0
+  transformers==5.23.0 huggingface_hub==2.4.0 tokenizers==0.23.3 safetensors==0.8.0)
+
+# Megatron-core, pinned and without its dependencies (they pull CUDA packages); at import on
+# CPU it needs only packaging and PyYAML (pinned in PIP_PACKAGES).
+NO_DEPS_PACKAGES=(megatron-core==0.16.1)
+PIP_PACKAGES+=(packaging==26.3 PyYAML==6.0.3)
 
 log() { printf '\033[1m[ttrace]\033[0m %s\n' "$*" >&2; }
 
@@ -46,10 +54,11 @@ install_python_env() {
   # The stamp records what was installed; reinstall when the requirements or the package change.
   local stamp="${TTRACE_VENV}/.ttrace-installed"
   local want
-  want="$(printf '%s\n' "${PIP_PACKAGES[@]}" | sha1sum)$(sha1sum "${TTRACE_ROOT}/python/pyproject.toml")"
+  want="$(printf '%s\n' "${PIP_PACKAGES[@]}" "${NO_DEPS_PACKAGES[@]}" | sha1sum)$(sha1sum "${TTRACE_ROOT}/python/pyproject.toml")"
   if [[ ! -f "${stamp}" || "$(cat "${stamp}")" != "${want}" ]]; then
     log "installing Python packages into .venv (torch==2.13.0 CPU, h5py, pytest, ruff)"
     "${TTRACE_PY}" -m pip install -q --disable-pip-version-check "${PIP_PACKAGES[@]}"
+    "${TTRACE_PY}" -m pip install -q --disable-pip-version-check --no-deps "${NO_DEPS_PACKAGES[@]}"
     "${TTRACE_PY}" -m pip install -q --disable-pip-version-check --no-deps -e "${TTRACE_ROOT}/python"
     printf '%s' "${want}" >"${stamp}"
   fi

@@ -24,6 +24,8 @@ FORMAT = "ttrace-bundle"
 FORMAT_VERSION = 1
 COORD_NAMES = ("tp", "pp", "dp", "cp", "ep", "vpp")
 ROLES = ("reference", "candidate")
+# Optional string attributes of a tensor dataset: how capture decided its placement.
+NOTE_ATTRS = ("layout_note", "annotate_hint")
 
 
 def rank_file_name(rank: int) -> str:
@@ -84,8 +86,12 @@ class BundleWriter:
         placement: Placement | None = None,
         *,
         dtype: str | None = None,
+        notes: Mapping[str, str] | None = None,
     ) -> None:
         """Store ``tensor`` (this rank's local shard) bit-exactly under ``key``.
+
+        ``notes``: optional string attributes saying how the placement was decided
+        (``layout_note``, ``annotate_hint``; see docs/bundle-format.md).
 
         ``placement=None`` means the tensor is whole on this rank. ``dtype`` names the
         element type of a numpy array of raw bits (uint16 for bfloat16/float16, uint8 for
@@ -122,6 +128,10 @@ class BundleWriter:
         }
         if is_scalar:
             attrs["is_scalar"] = np.int64(1)
+        for name, text in (notes or {}).items():
+            if name not in NOTE_ATTRS:
+                raise ValueError(f"rank {self.rank}: {path}: unknown note {name!r}")
+            attrs[name] = str(text)
         for name, value in attrs.items():
             dataset.attrs[name] = value
         self._written.add(path)

@@ -42,11 +42,19 @@ class ModuleAnnotation:
     inputs: LayoutSpec | Sequence[LayoutSpec] | None = None
     outputs: LayoutSpec | Sequence[LayoutSpec] | None = None
 
-    def pick(self, direction: str, index: int) -> LayoutSpec | None:
+    def pick(self, direction: str, index: int | str) -> LayoutSpec | None:
+        """The spec of input/output `index`: a position, or a keyword (`{"hidden_states":
+        "seq"}` annotates a keyword input)."""
         spec = self.inputs if direction == "in" else self.outputs
         if spec is None or isinstance(spec, str | Placement) or callable(spec):
             return spec
+        if isinstance(spec, dict):
+            return spec.get(index, spec.get(str(index)))
         seq = list(spec)
+        if isinstance(index, str):
+            if not index.isdigit():
+                return None
+            index = int(index)
         return seq[index] if index < len(seq) else None
 
 

@@ -41,8 +41,15 @@ class AsyncWriter:
         self._thread = threading.Thread(target=self._run, name="ttrace-writer", daemon=True)
         self._thread.start()
 
-    def put(self, key: TensorKey, tensor: torch.Tensor, placement: Placement | None) -> None:
-        """Queue a host tensor the caller will not touch again."""
+    def put(
+        self,
+        key: TensorKey,
+        tensor: torch.Tensor,
+        placement: Placement | None,
+        notes: dict[str, str] | None = None,
+    ) -> None:
+        """Queue a host tensor the caller will not touch again (`notes`: string attributes
+        stored with it, such as `layout_note`)."""
         nbytes = tensor.numel() * tensor.element_size()
         with self._cond:
             self._raise_pending()
@@ -50,7 +57,7 @@ class AsyncWriter:
             while self._pending_bytes > 0 and self._pending_bytes + nbytes > self.cap:
                 self._cond.wait()
                 self._raise_pending()
-            self._items.append((key, tensor, placement, nbytes))
+            self._items.append((key, tensor, placement, notes, nbytes))
             self._pending_bytes += nbytes
             self.peak_pending_bytes = max(self.peak_pending_bytes, self._pending_bytes)
             self._cond.notify_all()
@@ -68,7 +75,7 @@ class AsyncWriter:
         if self._record is not None:
             return self._record
         with self._cond:
-            self._items.append((_STOP, None, None, 0))
+            self._items.append((_STOP, None, None, None, 0))
             self._cond.notify_all()
         self._thread.join()
         self._record = self.writer.close()
@@ -89,13 +96,13 @@ class AsyncWriter:
             with self._cond:
                 while not self._items:
                     self._cond.wait()
-                key, tensor, placement, nbytes = self._items.popleft()
+                key, tensor, placement, notes, nbytes = self._items.popleft()
                 self._busy = key is not _STOP
             if key is _STOP:
                 return
             try:
                 if self._error is None:
-                    self.writer.write(key, tensor, placement)
+                    self.writer.write(key, tensor, placement, notes=notes)
                     self.bytes_written += nbytes
                     self.tensors_written += 1
             except Exception as exc:  # keep the thread alive to drain and release producers

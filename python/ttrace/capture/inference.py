@@ -1,17 +1,22 @@
 """Placement of every captured tensor, inferred from module and parameter attributes.
 
-Order of precedence: a DTensor's own placements; a hand annotation (`annotate`); the
-Megatron-style layer rules (`layer_rules`); for composite modules, the first/last callee's
-layout; otherwise the tensor is taken as replicated over tensor parallelism.
+Order of precedence for an activation: a DTensor's own placements; a hand annotation
+(`annotate`); the Megatron-style layer rules (`layer_rules`); a tensor-parallel style read
+back from the module (`tp_styles`: torch's `parallelize_module`, transformers' `tp_plan`, a
+DTensor weight); the layout of the module that produced the tensor (an elementwise module,
+or any input, takes its producer's layout); for composite modules, the first/last callee's
+layout; otherwise, by shape, or replicated over tensor parallelism with a note saying so.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import torch
 from torch import nn
+from torch.utils.weak import WeakIdKeyDictionary
 
 from ttrace.bundle import Placement
 
@@ -20,9 +25,33 @@ from .call_structure import CallStructure
 from .dtensor_placement import dtensor_placement, is_dtensor
 from .layer_rules import layer_rule
 from .layout import Layout
+from .layout_note import LayoutNote
+from .layout_shapes import ShapeFacts
+from .megatron_rules import MegatronRules
 from .naming import ModuleNames
 from .parallel_info import ParallelInfo
+from .run_order import activation_order
 from .shard_math import DimMap, placement_from_dims, two_chunk_indices
+from .tp_styles import StyleLayouts, module_style
+
+
+@dataclass(frozen=True)
+class CallEntry:
+    """What one forward call's inputs say about its outputs."""
+
+    layout: Layout | None  # the primary input's
+    shape: tuple[int, ...]
+    replicated: bool  # every tensor input replicated over tensor parallelism
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The layout chosen for a forward tensor (None: placed by its DTensor or an
+    annotation) and the note saying how, when inference fell back."""
+
+    layout: Layout | None
+    note: LayoutNote | None
+
 
 PARAM_KINDS = ("parameter", "param_grad", "main_grad", "param_after_step", "optimizer_state")
 
@@ -32,77 +61,209 @@ class PlacementInference:
         self.names = names
         self.info = info
         self.calls = calls
+        self.order = activation_order(info, names.names)
+        self.facts = ShapeFacts(names, info)
+        self.megatron = MegatronRules(names.names, info.tp)
+        self._styles: dict[nn.Module, StyleLayouts | None] = {}
+        # Layout of every local tensor a captured module produced (or was handed), so that
+        # its consumers (inputs, elementwise modules) take the producer's layout.
+        self.produced: WeakIdKeyDictionary = WeakIdKeyDictionary()
+
+    @property
+    def grad_scale(self) -> float:
+        """Factor applied to captured per-rank gradients (and per-rank losses) so that their
+        partial sums add up to the reference: 1/(dp x cp) when gradients are averaged."""
+        return 1.0 / (self.info.dp * self.info.cp) if self.info.grad_reduce == "mean" else 1.0
+
+    def style(self, module: nn.Module) -> StyleLayouts | None:
+        if module not in self._styles:
+            self._styles[module] = module_style(module, self.facts.data_parallel_params)
+        return self._styles[module]
 
     # --- activations ------------------------------------------------------------------------
 
-    def layout(self, module: nn.Module, direction: str, index: int, depth: int = 0) -> Layout:
-        """Layout of forward input/output `index` of `module` ("in" / "out")."""
+    def layout(self, module: nn.Module, direction: str, index: int | str) -> Layout:
+        """Layout of forward input/output `index` of `module` from the module alone."""
+        return self.decide(module, direction, index)[0]
+
+    def decide(
+        self,
+        module: nn.Module,
+        direction: str,
+        index: int | str,
+        tensor: torch.Tensor | None = None,
+        primary: bool | None = None,
+        depth: int = 0,
+        entry: CallEntry | None = None,
+    ) -> tuple[Layout, str]:
+        """(layout, where it came from) of forward input/output `index` of `module`.
+        `primary`: the module's first tensor input / first output (default: index 0).
+        `entry`: this call's inputs: the primary input's layout and shape, which an
+        elementwise module (no parameters, no callees, output shaped like its input) passes
+        on, and whether every input is replicated over tp (then so are the outputs of a
+        module without tensor-parallel parameters: rotary tables, masks)."""
+        primary = index in (0, "0") if primary is None else primary
         if module in self.names.experts:
-            return Layout("whole")
+            return Layout("whole"), "expert"
         ann = annotation_of(module)
         if isinstance(ann, ModuleAnnotation):
             spec = ann.pick(direction, index)
             if isinstance(spec, str):
-                return Layout.parse(spec)
+                return Layout.parse(spec), "annotation"
+        megatron = self.megatron.decide(
+            module, direction, index, tensor.dim() if tensor is not None else None
+        )
+        if megatron is not None:
+            return megatron, "megatron"
         rule = layer_rule(module)
         if rule is not None:
-            return rule(direction, index)
+            return rule(direction, int(index) if str(index).isdigit() else 0), "megatron"
+        style = self.style(module)
+        if style is not None and primary:
+            chosen = style.inputs if direction == "in" else style.outputs
+            if chosen is not None:
+                return chosen, "style"
+        if tensor is not None and tensor in self.produced:
+            return self.produced[tensor], "producer"
         callees = [c for c in self.calls.callees(module) if c not in self.names.experts]
-        if callees and depth < 64:
+        if entry is not None and direction == "out" and not callees and tensor is not None:
+            if (
+                entry.layout is not None
+                and tuple(tensor.shape) == entry.shape
+                and next(module.parameters(), None) is None
+            ):
+                return entry.layout, "elementwise"
+            if entry.replicated and not self.facts.has_tp_params(module):
+                return Layout("replica"), "replicated inputs"
+        if callees and depth < 64 and primary:
+            # Only the primary input/output is inherited: extra inputs keep the default.
             callee = callees[0] if direction == "in" else callees[-1]
-            # Only position 0 is inherited: extra inputs (labels, masks) keep the default.
-            if index == 0:
-                return self.layout(callee, direction, 0, depth + 1)
-        return Layout("replica")
+            return self.decide(callee, direction, 0, None, True, depth + 1)
+        heads = self.megatron.heads_layout(tensor)
+        if heads is not None:
+            return heads, "megatron heads"
+        return Layout("replica"), "default"
 
     def activation(
         self,
         module: nn.Module,
         direction: str,
-        index: int,
+        index: int | str,
         tensor: torch.Tensor,
         gradient: bool = False,
-    ) -> tuple[torch.Tensor, Placement]:
-        """(local tensor to store, its placement) for an input ("in") or output ("out")."""
+        decided: Decision | None = None,
+        primary: bool | None = None,
+        entry: CallEntry | None = None,
+        origin: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, Placement, Decision]:
+        """(local tensor to store, its placement, the decision) for an input ("in") or
+        output ("out"). `decided`: the forward tensor's decision, for its gradient;
+        `origin`: the live tensor `tensor` copies (for the producer lookup)."""
         if is_dtensor(tensor):
-            return dtensor_placement(tensor)
+            local, placement = dtensor_placement(tensor)
+            return local, placement, Decision(None, None)
         ann = annotation_of(module)
         if isinstance(ann, ModuleAnnotation):
             spec = ann.pick(direction, index)
             if isinstance(spec, Placement):
-                return tensor, spec
+                return tensor, spec, Decision(None, None)
             if callable(spec) and not isinstance(spec, str):
-                return tensor, spec(tensor)
-        layout = self.layout(module, direction, index)
-        if gradient:
-            layout = layout.for_gradient()
-        return tensor, self.from_layout(tuple(tensor.shape), layout, gradient)
+                return tensor, spec(tensor), Decision(None, None)
+        shape = tuple(tensor.shape)
+        if decided is None or decided.layout is None:
+            lookup = origin if origin is not None else tensor
+            layout, source = self.decide(module, direction, index, lookup, primary, 0, entry)
+            note = None
+            if source == "default" and tensor.is_floating_point():
+                layout, note = self.facts.by_shape(module, direction, index, shape, self.order)
+            # Integer tensors nothing placed (ids, positions, masks) are replicas over tp.
+            decided = Decision(layout, note)
+        assert decided.layout is not None
+        layout = decided.layout.for_gradient() if gradient else decided.layout
+        placement, batch_note = self.place(shape, layout, gradient, direction)
+        note = decided.note
+        if batch_note and note is None:
+            note = LayoutNote(batch_note, "")
+        return tensor, placement, Decision(decided.layout, note)
 
-    def from_layout(self, shape: tuple[int, ...], layout: Layout, gradient: bool) -> Placement:
+    def remember(self, tensor: torch.Tensor, layout: Layout | None) -> None:
+        if layout is not None and not is_dtensor(tensor):
+            self.produced[tensor] = layout
+
+    def from_layout(
+        self, shape: tuple[int, ...], layout: Layout, gradient: bool, direction: str = "out"
+    ) -> Placement:
+        return self.place(shape, layout, gradient, direction)[0]
+
+    def place(
+        self, shape: tuple[int, ...], layout: Layout, gradient: bool, direction: str = "out"
+    ) -> tuple[Placement, str]:
+        """The placement of a local tensor of `shape` laid out as `layout`, and a note when
+        the batch dimension was judged not split by its size."""
         info = self.info
         if layout.mode == "whole":
-            return Placement.full(shape)
+            return Placement.full(shape), ""
         if len(shape) == 0:
-            # A scalar (a loss): a partial sum over the ranks that saw different data.
-            parts = info.dp * info.cp
-            if parts > 1 and not gradient:
-                return Placement.full(()).with_partial(info.dp_rank * info.cp + info.cp_rank)
-            return Placement.full((), "replica" if info.world_size > 1 else "copy")
+            return self._scalar(gradient, direction), ""
+        if len(shape) == 1 and info.dp * info.cp > 1:
+            return self._vector(shape[0], layout, gradient), ""
         dims: list[DimMap] = []
-        for role, n in zip(layout.roles(len(shape)), shape, strict=True):
+        note = ""
+        split = layout.split_dim(len(shape))
+        for d, (role, n) in enumerate(
+            zip(layout.roles(len(shape), self.order), shape, strict=True)
+        ):
+            tp_here = split == d or (role == "h" and layout.mode == "last")
             if role == "s":
-                dims.append(self._seq_map(n, layout.mode == "seq"))
-            elif role == "b":
-                dims.append(DimMap.split(n, info.dp_rank, info.dp))
-            elif role == "h" and layout.mode == "last":
+                dims.append(self._seq_map(n, layout.mode == "seq" or tp_here))
+            elif role == "b" and info.dp > 1:
+                if self.facts.broadcast_batch(n):
+                    note = f"batch dim {d} has size {n}, local batch {self.facts.batch_local}: "
+                    note += "taken as a broadcast, replicated over dp"
+                    dims.append(DimMap.whole(n))
+                    continue
+                split_b = DimMap.split(n, info.dp_rank, info.dp)
+                dims.append(split_b.then_split(info.tp_rank, info.tp) if tp_here else split_b)
+            elif tp_here:
                 dims.append(DimMap.split(n, info.tp_rank, info.tp))
             else:
                 dims.append(DimMap.whole(n))
-        if info.tp > 1 and layout.mode == "replica":
-            return placement_from_dims(shape, dims, "replica")
+        replicas = 1
+        if info.tp > 1 and layout.mode in ("replica", "gradsum"):
+            replicas = info.tp
+        if note and info.dp > 1:
+            replicas *= info.dp
         if info.tp > 1 and layout.mode == "sum":
-            return placement_from_dims(shape, dims, "sum", info.tp_rank)
-        return placement_from_dims(shape, dims, "copy")
+            return placement_from_dims(shape, dims, "sum", info.tp_rank), note
+        return placement_from_dims(shape, dims, "replica" if replicas > 1 else "copy"), note
+
+    def _scalar(self, gradient: bool, direction: str) -> Placement:
+        """A 0-d output (a loss) is a partial sum over the ranks that saw different data;
+        a 0-d input (a scale, a temperature, a step count) and gradients are replicas."""
+        info = self.info
+        parts = info.dp * info.cp
+        if parts > 1 and not gradient and direction == "out":
+            return Placement.full(()).with_partial(info.dp_rank * info.cp + info.cp_rank)
+        return Placement.full((), "replica" if info.world_size > 1 else "copy")
+
+    def _vector(self, n: int, layout: Layout, gradient: bool) -> Placement:
+        """A 1-d activation (a bias handed out as an output) has no batch dimension: every
+        data-parallel rank holds it whole, and its gradient sums that rank's tokens only (a
+        partial sum over dp x cp, and over tp too for the gradient of a `gradsum`)."""
+        info = self.info
+        split = info.tp > 1 and (layout.mode == "last" or layout.split_dim(1) == 0)
+        dims = [DimMap.split(n, info.tp_rank, info.tp) if split else DimMap.whole(n)]
+        if not gradient:
+            if layout.mode == "sum" and info.tp > 1:  # partial over tp, replicated over dp
+                return placement_from_dims((n,), dims, "sum", info.tp_rank)
+            return placement_from_dims((n,), dims, "replica")
+        groups = [(info.dp, info.dp_rank), (info.cp, info.cp_rank)]
+        if layout.mode == "sum":
+            groups.append((info.tp, info.tp_rank))
+        index = 0
+        for size, rank in groups:
+            index = index * size + rank
+        return placement_from_dims((n,), dims, "sum", index)
 
     def _seq_map(self, local: int, tp_split: bool) -> DimMap:
         info = self.info
@@ -125,7 +286,7 @@ class PlacementInference:
         self, tensor: torch.Tensor, param: nn.Parameter, owner: nn.Module | None, kind: str
     ) -> tuple[torch.Tensor, Placement, float]:
         """(local tensor, placement, scale) of `tensor`, a parameter-shaped tensor of `param`
-        (the parameter itself, its gradient, its main gradient).
+        (the parameter itself, its gradient, its main gradient, its optimizer state).
 
         `scale` multiplies captured per-rank gradients when the program averages them
         (ParallelInfo.grad_reduce == "mean"), so that partial sums add up to the reference.
@@ -136,8 +297,29 @@ class PlacementInference:
         ann = annotation_of(param)
         if isinstance(ann, Placement):
             return tensor, ann, 1.0
-        placement, scale = self.param_placement(param, tuple(param.shape), owner, kind)
+        placement, scale = self.param_placement(param, tuple(tensor.shape), owner, kind)
         return tensor, placement, scale
+
+    def param_note(self, param: torch.Tensor, hint_path: str) -> LayoutNote | None:
+        """A note for a plain parameter taken as replicated over tensor parallelism."""
+        if self.info.tp == 1 or getattr(param, "tensor_model_parallel", False):
+            return None
+        if is_dtensor(param) or isinstance(annotation_of(param), Placement):
+            return None
+        shape = list(param.shape)
+        note = (
+            "inferred replica over tp: no tensor_model_parallel attribute, not a DTensor; "
+            f"local {shape}"
+        )
+        dim = 0 if shape else None
+        hint = (
+            f'ttc.annotate(model.get_parameter("{hint_path}"), Placement.split('
+            f"{[n * self.info.tp if i == dim else n for i, n in enumerate(shape)]}, {dim}, "
+            f"{self.info.tp_rank}, {self.info.tp}))"
+            if dim is not None
+            else ""
+        )
+        return LayoutNote(note, hint)
 
     def tied_across_pp(self, param: torch.Tensor) -> bool:
         return self.info.pp > 1 and tied_across_pp(param)

@@ -11,7 +11,13 @@ importing Megatron, and say how their inputs and outputs are laid out.
 - row-parallel linear: weight ``partition_dim == 1``; input split on the last dim, output
   reduced, reduce-scattered on s (``sequence_parallel``) or, with ``explicit_expert_comm`` /
   ``skip_reduce``, a partial sum;
-- anything else with a ``sequence_parallel`` attribute (norms): split on s when it is true.
+- anything else with a ``sequence_parallel`` attribute (norms), or whose only hint is
+  ``weight.sequence_parallel`` (the gradient-reduction mark Megatron-LM puts on norm
+  weights): split on s when it is true;
+- a plain ``nn.Embedding`` (replicated weight): ids ``[b, s]`` in, ``[b, s, h]`` out, both
+  replicated over tp; with ``weight.sequence_parallel`` (an embedding outside sequence
+  parallelism whose consumers each take their slice) the output's gradient is a partial
+  sum over tp (``gradsum``).
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from collections.abc import Callable
 
 from torch import nn
 
+from .dtensor_placement import is_dtensor
 from .layout import Layout
 
 # (direction "in"/"out", position) -> Layout
@@ -58,4 +65,13 @@ def layer_rule(module: nn.Module) -> Rule | None:
     if hasattr(module, "sequence_parallel"):
         layout = Layout("seq" if sp else "replica")
         return lambda d, i: layout
+    weight_sp = getattr(getattr(module, "weight", None), "sequence_parallel", False)
+    if type(module) is nn.Embedding and not is_dtensor(module.weight):
+        # ids are [b, s] whatever the model's activation order; the output keeps it. A
+        # weight marked for the sequence-parallel gradient all-reduce: each rank's consumers
+        # used their own slice of the (replicated) output, so its gradient is partial.
+        out = Layout("gradsum" if weight_sp else "replica", "bs")
+        return lambda d, i: Layout("replica", "bs") if d == "in" else out
+    if weight_sp:
+        return lambda d, i: Layout("seq")
     return None

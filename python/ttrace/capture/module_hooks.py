@@ -5,18 +5,23 @@ with other ranks, no change to values (except the reference's deliberate perturb
 Every key is bound when the forward runs, so gradients arriving later, interleaved with
 other micro-batches' forwards (1F1B), are still filed under their own micro-batch.
 
-- forward inputs: copied in the pre-hook (before the module can modify them);
+- forward inputs: copied in the pre-hook (before the module can modify them): positional
+  tensors under their position, keyword tensors under their keyword
+  (`forward_input/hidden_states`), as Hugging Face models pass them;
 - input gradients: the pre-hook hands the module an alias (`view_as`) of each input that
   needs a gradient; a tensor hook on the alias sees exactly this module's contribution to
   the input's gradient (`grad_input`), even when the input also feeds a residual path;
 - outputs and their gradients: the post-hook copies each output and hooks it;
 - parameter gradients: a post-accumulate-grad hook per parameter; the k-th accumulation in
   an iteration belongs to micro-batch k (backwards run in micro-batch order on every stage).
+  A wrapper that swaps a module's parameters for others during forward (FSDP2's unsharded
+  parameters) gets the hook on the swapped-in parameter too, filed under the original's name.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -26,13 +31,16 @@ from ttrace.bundle import Placement, TensorKey
 
 from .annotate import param_annotation_of
 from .capture_state import CaptureState
+from .dtensor_placement import is_dtensor
 from .errors import TracerError
-from .inference import PlacementInference
+from .inference import CallEntry, Decision, PlacementInference
+from .layout import Layout
+from .layout_note import LayoutNote
 from .module_table import ModuleTable
-from .naming import ROOT_NAME, ModuleNames
+from .naming import ModuleNames
 from .perturbation import Perturbation
 
-Sink = Callable[[TensorKey, torch.Tensor, Placement | None], None]
+Sink = Callable[[TensorKey, torch.Tensor, Placement | None, LayoutNote | None], None]
 
 
 def to_host(t: torch.Tensor) -> torch.Tensor:
@@ -47,6 +55,38 @@ def flatten(value: Any) -> list[Any]:
     if isinstance(value, dict):
         return [y for k in value for y in flatten(value[k])]
     return [value]
+
+
+def substitute(value: Any, by_position: dict[int, Any], start: list[int] | None = None) -> Any:
+    """`value` with its flattened leaves (numbered as `flatten` numbers them) replaced."""
+    counter = start if start is not None else [0]
+    if isinstance(value, tuple | list):
+        items = [substitute(x, by_position, counter) for x in value]
+        return type(value)(*items) if hasattr(value, "_fields") else type(value)(items)
+    if isinstance(value, dict):
+        return type(value)((k, substitute(v, by_position, counter)) for k, v in value.items())
+    position = counter[0]
+    counter[0] += 1
+    return by_position.get(position, value)
+
+
+def replicated_over_tp(t: torch.Tensor, decided: Decision) -> bool:
+    if is_dtensor(t):
+        return all(type(p).__name__ == "Replicate" for p in t.placements)
+    # A replica by fallback (with a note) proves nothing about the outputs.
+    return decided.layout is not None and decided.layout.mode == "replica" and decided.note is None
+
+
+@dataclass
+class InputSlot:
+    """One tensor input of one forward call: copied in the pre-hook, placed in the
+    post-hook (when the call tree below the module is known), its gradient placed alike."""
+
+    index: int | str
+    live: torch.Tensor
+    host: torch.Tensor | None
+    primary: bool
+    decided: Decision | None = None
 
 
 class ModuleHooks:
@@ -66,26 +106,33 @@ class ModuleHooks:
         self.table = table
         self.perturbation = perturbation
         self.handles: list[Any] = []
-        self._inputs: dict[nn.Module, list[list[tuple[int, torch.Tensor]]]] = {}
+        self._inputs: dict[nn.Module, list[list[InputSlot]]] = {}
         self.grad_count: dict[nn.Parameter, int] = {}
         self.owner: dict[nn.Parameter, tuple[nn.Module, str]] = {}
+        # parameters swapped in during forward (FSDP2 unsharded) -> the original parameter
+        self.swapped: dict[torch.Tensor, nn.Parameter] = {}
+        self._slot_owner: dict[tuple[nn.Module, str], nn.Parameter] = {}
+        self._has_swap: set[nn.Parameter] = set()
 
     # --- installation -----------------------------------------------------------------------
 
     def install(self, roots: list[nn.Module], selected: list[nn.Module]) -> None:
         calls = self.inference.calls
         for index, root in enumerate(roots):
-            self.handles.append(root.register_forward_pre_hook(self._root_pre(index)))
+            self.handles.append(
+                root.register_forward_pre_hook(self._root_pre(index), with_kwargs=True)
+            )
         for module in self.names.names:
             self.handles.append(module.register_forward_pre_hook(lambda m, a: calls.enter(m)))
             self.handles.append(module.register_forward_hook(lambda m, a, o: calls.exit(m)))
         for module in selected:
-            self.handles.append(module.register_forward_pre_hook(self._pre))
+            self.handles.append(module.register_forward_pre_hook(self._pre, with_kwargs=True))
             self.handles.append(module.register_forward_hook(self._post))
             for pname, p in module.named_parameters(recurse=False):
                 if p in self.owner:
                     continue  # a parameter shared by two modules keeps its first owner
                 self.owner[p] = (module, pname)
+                self._slot_owner[(module, pname)] = p
                 if p.requires_grad:
                     self.handles.append(p.register_post_accumulate_grad_hook(self._grad_hook))
 
@@ -93,6 +140,19 @@ class ModuleHooks:
         for h in self.handles:
             h.remove()
         self.handles.clear()
+
+    def _adopt_swapped(self, module: nn.Module) -> None:
+        """Hook parameters a wrapper swapped in for this forward (FSDP2 unsharded ones)."""
+        for pname, p in module.named_parameters(recurse=False):
+            if p in self.owner or p in self.swapped:
+                continue
+            original = self._slot_owner.get((module, pname))
+            if original is None:
+                continue
+            self.swapped[p] = original
+            self._has_swap.add(original)
+            if p.requires_grad:
+                self.handles.append(p.register_post_accumulate_grad_hook(self._grad_hook))
 
     # --- helpers ----------------------------------------------------------------------------
 
@@ -108,31 +168,36 @@ class ModuleHooks:
         except Exception as exc:
             raise TracerError(f"ttrace: capturing {what} failed: {exc}") from exc
 
-    def param_name(self, p: nn.Parameter) -> tuple[nn.Module, str, str]:
+    def param_name(self, p: torch.Tensor) -> tuple[nn.Module, str, str]:
         """(owner module, canonical module name, parameter name); an `alias` annotation
         (a tied copy) names the tensor it copies."""
+        p = self.swapped.get(p, p)
         module, pname = self.owner[p]
         ann = param_annotation_of(p)
-        alias = ann.module_and_param(ROOT_NAME) if ann is not None else None
+        root = self.names.name(module) if self.names.is_root(module) else "model"
+        alias = ann.module_and_param(root) if ann is not None else None
         if alias is not None:
             return module, alias[0], alias[1]
         return module, self.names.name(module), pname
 
-    def emit_param(self, p: nn.Parameter, tensor: torch.Tensor, kind: str, mb: int) -> None:
+    def emit_param(self, p: torch.Tensor, tensor: torch.Tensor, kind: str, mb: int) -> None:
         module, mname, pname = self.param_name(p)
         local, placement, scale = self.inference.parameter(tensor, p, module, kind)
         data = to_host(local)
         if kind == "param_grad" and scale != 1.0:
             data.mul_(scale)
-        self.sink(self._key(mb, mname, kind, pname), data, placement)
+        path = self.names.paths.get(module, mname)
+        note = self.inference.param_note(p, f"{path}.{pname}" if path else pname)
+        self.sink(self._key(mb, mname, kind, pname), data, placement, note)
 
     # --- hooks ------------------------------------------------------------------------------
 
     def _root_pre(self, chunk: int) -> Callable:
-        def hook(module: nn.Module, args: Any) -> None:
+        def hook(module: nn.Module, args: Any, kwargs: Any) -> None:
             s = self.state
             if not s.in_step:
                 return
+            self.inference.facts.observe_root(args, kwargs)
             count = s.mb_counter.get(chunk, 0)
             s.mb_counter[chunk] = count + 1
             s.forward_mb = s.explicit_mb if s.explicit_mb is not None else count
@@ -152,32 +217,41 @@ class ModuleHooks:
         s = self.state
         return s.in_step and s.wants(s.forward_mb)
 
-    def _pre(self, module: nn.Module, args: tuple) -> tuple | None:
+    def _pre(self, module: nn.Module, args: tuple, kwargs: dict[str, Any]) -> Any:
         if not self._active():
             return None
         return self._guard(
-            f"forward inputs of {self.names.name(module)}", lambda: self._pre_impl(module, args)
+            f"forward inputs of {self.names.name(module)}",
+            lambda: self._pre_impl(module, args, kwargs),
         )
 
-    def _pre_impl(self, module: nn.Module, args: tuple) -> tuple | None:
+    def _pre_impl(self, module: nn.Module, args: tuple, kwargs: dict[str, Any]) -> Any:
         s = self.state
         name = self.names.name(module)
         self.table.record(name, type(module).__name__, self.names.root_of.get(module, 0))
-        saved: list[tuple[int, torch.Tensor]] = []
-        new_args = list(args)
+        self._adopt_swapped(module)
+        slots: list[InputSlot] = []
+        new_args, new_kwargs = list(args), dict(kwargs)
         replaced = False
-        for i, a in enumerate(args):
+        items = [(i, a) for i, a in enumerate(args)] + list(kwargs.items())
+        for index, a in items:
             if not isinstance(a, torch.Tensor):
                 continue
-            if s.wants_kind("forward_input"):
-                saved.append((i, to_host(a)))
+            host = to_host(a) if s.wants_kind("forward_input") else None
+            slot = InputSlot(index, a, host, primary=not slots)
+            slots.append(slot)
             if a.requires_grad and a.is_floating_point() and s.wants_kind("input_grad"):
                 alias = a.view_as(a)
-                alias.register_hook(self._grad_tensor_hook(module, "in", i, s.forward_mb))
-                new_args[i] = alias
+                if a in self.inference.produced:
+                    self.inference.remember(alias, self.inference.produced[a])
+                alias.register_hook(self._input_grad_hook(module, slot, s.forward_mb))
+                if isinstance(index, int):
+                    new_args[index] = alias
+                else:
+                    new_kwargs[index] = alias
                 replaced = True
-        self._inputs.setdefault(module, []).append(saved)
-        return tuple(new_args) if replaced else None
+        self._inputs.setdefault(module, []).append(slots)
+        return (tuple(new_args), new_kwargs) if replaced else None
 
     def _post(self, module: nn.Module, args: tuple, output: Any) -> Any:
         if not self._active():
@@ -185,6 +259,29 @@ class ModuleHooks:
         return self._guard(
             f"forward outputs of {self.names.name(module)}", lambda: self._post_impl(module, output)
         )
+
+    def _place_inputs(self, module: nn.Module, mb: int) -> CallEntry | None:
+        """Place this call's inputs (and write them); what they say about the outputs."""
+        stack = self._inputs.get(module)
+        slots = stack.pop() if stack else []
+        name = self.names.name(module)
+        primary: tuple[Layout | None, tuple[int, ...]] | None = None
+        replicated = bool(slots)
+        for slot in slots:
+            _, placement, decided = self.inference.activation(
+                module, "in", slot.index, slot.live, primary=slot.primary
+            )
+            slot.decided = decided
+            replicated = replicated and replicated_over_tp(slot.live, decided)
+            if slot.primary:
+                primary = (decided.layout, tuple(slot.live.shape))
+            if slot.host is not None:
+                stored = slot.host.to_local() if is_dtensor(slot.host) else slot.host
+                key = self._key(mb, name, "forward_input", slot.index)
+                self.sink(key, stored, placement, decided.note)
+        if primary is None:
+            return None
+        return CallEntry(primary[0], primary[1], replicated)
 
     def _post_impl(self, module: nn.Module, output: Any) -> Any:
         s = self.state
@@ -198,44 +295,89 @@ class ModuleHooks:
             if self.perturbation.module == name:
                 output = self.perturbation.apply(output, s.variant_index, s.iteration, mb)
                 replaced = output
-        stack = self._inputs.get(module)
-        for i, host in stack.pop() if stack else []:
-            local, placement = self.inference.activation(module, "in", i, host)
-            self.sink(self._key(mb, name, "forward_input", i), local, placement)
+        entry = self._place_inputs(module, mb)
+        first = True
+        aliases: dict[int, torch.Tensor] = {}
         for i, t in enumerate(flatten(output)):
             if not isinstance(t, torch.Tensor):
                 continue
+            if t.is_leaf and t.requires_grad and torch.is_grad_enabled():
+                # A leaf handed out as an output (Megatron's skip-bias-add returns its bias
+                # Parameter): a hook on the leaf would outlive this call and fire at every
+                # later backward. The consumer gets an alias instead, hooked once.
+                t = aliases[i] = t.view_as(t)
+            local, placement, decided = self.inference.activation(
+                module, "out", i, t, primary=first, entry=entry
+            )
+            first = False
+            self.inference.remember(t, decided.layout)
             if s.wants_kind("forward_output"):
-                local, placement = self.inference.activation(module, "out", i, t)
-                self.sink(self._key(mb, name, "forward_output", i), to_host(local), placement)
+                data = to_host(local)
+                if placement.partial_index is not None and len(t.shape) == 0:
+                    data.mul_(self.inference.grad_scale)  # a per-rank loss
+                self.sink(self._key(mb, name, "forward_output", i), data, placement, decided.note)
             if t.requires_grad and s.wants_kind("output_grad"):
-                t.register_hook(self._grad_tensor_hook(module, "out", i, mb))
+                t.register_hook(self._output_grad_hook(module, i, mb, decided))
+        if aliases:
+            return substitute(output, aliases)
         return replaced
 
-    def _grad_tensor_hook(self, module: nn.Module, direction: str, index: int, mb: int) -> Callable:
-        s = self.state
-        key = self._key(
-            mb, self.names.name(module), "input_grad" if direction == "in" else "output_grad", index
+    def _emit_grad(
+        self,
+        key: TensorKey,
+        module: nn.Module,
+        direction: str,
+        index: Any,
+        grad: torch.Tensor,
+        decided: Decision | None,
+    ) -> None:
+        local, placement, done = self.inference.activation(
+            module, direction, index, grad, gradient=True, decided=decided
         )
+        data = to_host(local)
+        if self.inference.grad_scale != 1.0:
+            data.mul_(self.inference.grad_scale)
+        self.sink(key, data, placement, done.note)
+
+    def _output_grad_hook(
+        self, module: nn.Module, index: int, mb: int, decided: Decision
+    ) -> Callable:
+        s = self.state
+        key = self._key(mb, self.names.name(module), "output_grad", index)
 
         def hook(grad: torch.Tensor) -> None:
-            def emit() -> None:
-                local, placement = self.inference.activation(
-                    module, direction, index, grad, gradient=True
-                )
-                self.sink(key, to_host(local), placement)
-
             if s.in_step:
-                self._guard(key.path, emit)
+                self._guard(
+                    key.path, lambda: self._emit_grad(key, module, "out", index, grad, decided)
+                )
 
         return hook
 
-    def _grad_hook(self, p: nn.Parameter) -> None:
+    def _input_grad_hook(self, module: nn.Module, slot: InputSlot, mb: int) -> Callable:
+        s = self.state
+        key = self._key(mb, self.names.name(module), "input_grad", slot.index)
+
+        def hook(grad: torch.Tensor) -> None:
+            if s.in_step:
+                self._guard(
+                    key.path,
+                    lambda: self._emit_grad(key, module, "in", slot.index, grad, slot.decided),
+                )
+
+        return hook
+
+    def _grad_hook(self, p: torch.Tensor) -> None:
         s = self.state
         if not s.in_step:
             return
-        mb = self.grad_count.get(p, 0)
-        self.grad_count[p] = mb + 1
+        if p in self._has_swap:
+            # FSDP2 also runs the sharded parameter's hooks after the reduce-scatter; that
+            # gradient is already reduced (main_grad captures it), the partial came from the
+            # swapped-in unsharded parameter.
+            return
+        logical = self.swapped.get(p, p)
+        mb = self.grad_count.get(logical, 0)
+        self.grad_count[logical] = mb + 1
         if s.wants(mb) and s.wants_kind("param_grad") and p.grad is not None:
             self._guard(
                 f"param_grad of {self.param_name(p)[1]}",

@@ -8,6 +8,13 @@ Two rewrites make local module paths global:
   attribute) is renamed to its global expert id, so ``local_experts.0`` on expert-parallel
   rank 1 of 4 experts becomes ``local_experts.2``.
 Modules in such an expert subtree are reported, because their tensors live whole on one rank.
+
+The root is named ``model`` and its children are not prefixed (``layers.0``), except when the
+root itself has a child called ``model`` (Hugging Face's ``LlamaForCausalLM.model``): that
+child keeps ``model`` (``model.layers.0``, as in the checkpoint) and the root is named
+``root``, so no two modules share a name. A root wrapped in `DistributedDataParallel` is
+named through the wrapped module (``DDP(m).module`` adds no ``module.`` prefix; the same
+for Megatron-core's `DistributedDataParallel` and `Float16Module`).
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ from dataclasses import dataclass, field
 from torch import nn
 
 ROOT_NAME = "model"
+ROOT_FALLBACK = "root"
 
 
 @dataclass
@@ -28,15 +36,50 @@ class ModuleNames:
     root_of: dict[nn.Module, int] = field(default_factory=dict)
     # nesting depth below the root (root = 0)
     nesting: dict[nn.Module, int] = field(default_factory=dict)
+    # the attribute path below the root (`model.get_submodule(path)`), for fix-it hints
+    paths: dict[nn.Module, str] = field(default_factory=dict)
 
     def name(self, module: nn.Module) -> str:
         return self.names[module]
+
+    def is_root(self, module: nn.Module) -> bool:
+        return self.nesting.get(module) == 0
+
+
+def root_name(root: nn.Module) -> str:
+    """`model`, unless the root has a child of that name (then `root`)."""
+    children = {name for name, _ in root.named_children()}
+    return ROOT_FALLBACK if ROOT_NAME in children else ROOT_NAME
+
+
+def unwrap(root: nn.Module) -> nn.Module:
+    """The module a data-parallel wrapper holds (DDP, DataParallel): names and hooks go on it,
+    so the candidate's names match an unwrapped reference."""
+    from torch.nn.parallel import DataParallel, DistributedDataParallel
+
+    while isinstance(root, DistributedDataParallel | DataParallel) or _megatron_wrapper(root):
+        root = root.module
+    return root
+
+
+def _megatron_wrapper(module: nn.Module) -> bool:
+    """Megatron-core's `DistributedDataParallel` (it keeps a `ddp_config`) and `Float16Module`
+    (casts inputs and outputs around the module it holds), recognized without importing it."""
+    inner = getattr(module, "module", None)
+    if not isinstance(inner, nn.Module):
+        return False
+    name = type(module).__name__
+    return (name == "DistributedDataParallel" and hasattr(module, "ddp_config")) or (
+        name == "Float16Module"
+    )
 
 
 def canonical_names(roots: list[nn.Module]) -> ModuleNames:
     out = ModuleNames()
     for index, root in enumerate(roots):
-        _visit(root, ROOT_NAME, [], False, out, index, 0)
+        _visit(root, root_name(root), [], False, out, index, 0)
+        for path, module in root.named_modules():
+            out.paths.setdefault(module, path)
     return out
 
 
@@ -68,5 +111,5 @@ def _visit(
             elif owner is not None:
                 part = str(list(owner.local_expert_indices)[int(child_name)])
                 expert = True
-        child_full = part if name == ROOT_NAME else f"{name}.{part}"
+        child_full = part if depth == 0 else f"{name}.{part}"
         _visit(child, child_full, chain, expert, out, root_index, depth + 1)

@@ -11,8 +11,9 @@ COORDS = ("tp", "pp", "dp", "cp", "ep", "vpp")
 class ParallelInfo:
     """Sizes and this rank's coordinates.
 
-    Activations are assumed in Megatron-LM's layout: ``[s, b, h]`` (``seq_dim=0``,
-    ``batch_dim=1``); token ids enter the embedding as ``[b, s]``. Expert parallelism
+    Activations are ``[s, b, h]`` (``seq_dim=0, batch_dim=1``, Megatron-LM) or ``[b, s, h]``
+    (``seq_dim=1, batch_dim=0``, Hugging Face); left at None, the order is detected (see
+    `run_order`). Token ids enter the embedding as ``[b, s]``. Expert parallelism
     subdivides data parallelism: ``ep`` consecutive dp ranks form an expert-parallel group,
     and the expert-data-parallel rank is ``dp_rank // ep``.
 
@@ -34,10 +35,10 @@ class ParallelInfo:
     dp_rank: int = 0
     cp_rank: int = 0
     vpp_rank: int = 0
-    seq_dim: int = 0
-    batch_dim: int = 1
+    seq_dim: int | None = None
+    batch_dim: int | None = None
     cp_layout: str = "two_chunk"  # or "contiguous"
-    grad_reduce: str = "sum"
+    grad_reduce: str | None = None
 
     def __post_init__(self) -> None:
         for name in COORDS:
@@ -55,7 +56,13 @@ class ParallelInfo:
             raise ValueError(
                 f"cp_layout must be 'two_chunk' or 'contiguous', not {self.cp_layout!r}"
             )
-        if self.grad_reduce not in ("sum", "mean"):
+        dims = (self.seq_dim, self.batch_dim)
+        if dims not in ((None, None), (0, 1), (1, 0), (0, None), (1, None), (None, 0), (None, 1)):
+            raise ValueError(
+                f"seq_dim={self.seq_dim}, batch_dim={self.batch_dim}: activations must be "
+                "[s, b, ...] (seq_dim=0, batch_dim=1) or [b, s, ...] (seq_dim=1, batch_dim=0)"
+            )
+        if self.grad_reduce not in (None, "sum", "mean"):
             raise ValueError(f"grad_reduce must be 'sum' or 'mean', not {self.grad_reduce!r}")
 
     @property

@@ -70,3 +70,16 @@ def compute_dtype(precision: str) -> torch.dtype:
     return {"bf16": torch.bfloat16, "bf16-autocast": torch.bfloat16, "fp16": torch.float16}.get(
         precision, torch.float32
     )
+
+
+_BY_DTYPE = {torch.bfloat16: "bf16", torch.float16: "fp16"}
+
+
+def precision_of(roots: list[torch.nn.Module]) -> str:
+    """The manifest precision of a model by its parameters' dtype: the lowest precision
+    among floating-point parameters ("bf16", "fp16", else "fp32")."""
+    found = {p.dtype for r in roots for p in r.parameters() if p.is_floating_point()}
+    for dtype, name in _BY_DTYPE.items():
+        if dtype in found:
+            return name
+    return "fp32"

@@ -22,7 +22,8 @@ from .annotate import param_annotation_of
 from .call_structure import CallStructure
 from .dtensor_placement import dtensor_placement, is_dtensor
 from .inference import PlacementInference
-from .naming import ROOT_NAME, canonical_names
+from .megatron_parallel import megatron_parallel
+from .naming import canonical_names, unwrap
 from .parallel_info import ParallelInfo
 from .shard_math import slice_full
 
@@ -55,9 +56,11 @@ def seeded_init(
     init_fn: InitFn | None = None,
 ) -> dict[str, Placement]:
     """Initialize every parameter from (canonical name, seed); returns the placements used."""
-    roots = list(model) if isinstance(model, Sequence) else [model]
+    roots = [unwrap(m) for m in (list(model) if isinstance(model, Sequence) else [model])]
     names = canonical_names(roots)
-    inference = PlacementInference(names, parallel or ParallelInfo.single(), CallStructure())
+    # Megatron-core layers know their tensor-parallel group: no ParallelInfo needed.
+    info = parallel or megatron_parallel(roots, tp_only=True) or ParallelInfo.single()
+    inference = PlacementInference(names, info, CallStructure())
     init = init_fn or default_init
     used: dict[str, Placement] = {}
     done: set[nn.Parameter] = set()
@@ -70,7 +73,7 @@ def seeded_init(
             if ann is not None and ann.alias is not None:
                 full_name = ann.alias  # a tied copy starts as the tensor it copies
             else:
-                full_name = pname if mname == ROOT_NAME else f"{mname}.{pname}"
+                full_name = pname if names.is_root(module) else f"{mname}.{pname}"
             if is_dtensor(p):
                 local_target, placement = dtensor_placement(p)
             else:

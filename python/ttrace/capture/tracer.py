@@ -2,10 +2,15 @@
 
     tracer = Tracer(model, optimizer, "bundle/", role="candidate", iterations=[0, 1],
                     parallel=ParallelInfo(tp=2, tp_rank=..., ...))
-    for it in range(steps):
-        with tracer.step(it):
-            ...forward/backward over micro-batches..., optimizer.step()
+    for _ in tracer.run_variants():   # the reference's perturbed variants; once otherwise
+        for it in range(steps):
+            with tracer.step(it):
+                ...forward/backward over micro-batches..., optimizer.step()
     tracer.close()   # collective: rank 0 writes manifest.json
+
+`parallel=` may be left out for DDP, FSDP2 and DTensor tensor-parallel models (read from the
+model, see `parallel_detect`); a `DistributedDataParallel` root is traced through the module
+it wraps.
 
 Micro-batches are numbered by counting forward calls of each model chunk within the step
 (or set explicitly with `tracer.micro_batch(m)`). Without `step()`, the iteration starts at
@@ -16,7 +21,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import copy
 import logging
 import os
 from collections.abc import Iterator, Sequence
@@ -33,16 +37,20 @@ from .async_writer import AsyncWriter
 from .call_recorder import CallRecorder
 from .call_structure import CallStructure
 from .capture_state import CaptureState
-from .errors import TracerError
+from .errors import LoopError, TracerError
 from .inference import PlacementInference
+from .layout_note import LayoutNote
 from .module_hooks import ModuleHooks
 from .module_table import ModuleTable, merge_tables
-from .naming import canonical_names
+from .naming import canonical_names, unwrap
 from .optimizer_hooks import OptimizerHooks
 from .optimizer_snapshot import OptimizerSnapshot
+from .parallel_detect import resolve_parallel
 from .parallel_info import ParallelInfo
 from .perturbation import Perturbation
+from .precision import precision_of
 from .selection import ModuleSpec, select_modules
+from .training_snapshot import TrainingSnapshot
 
 log = logging.getLogger("ttrace.capture")
 
@@ -59,7 +67,7 @@ class Tracer:
         micro_batches: Sequence[int] | None = None,
         modules: ModuleSpec = None,
         parallel: ParallelInfo | None = None,
-        precision: str = "fp32",
+        precision: str | None = None,
         perturbations: int | Perturbation = 0,
         kinds: Sequence[str] | None = None,
         model_name: str = "",
@@ -67,18 +75,21 @@ class Tracer:
         rank: int | None = None,
         world_size: int | None = None,
     ) -> None:
-        self.roots = list(model) if isinstance(model, Sequence) else [model]
+        wrapped = list(model) if isinstance(model, Sequence) else [model]
+        self.roots = [unwrap(m) for m in wrapped]
         self.optimizer = optimizer
         self.out_dir = Path(out_dir)
         self.role = role
-        self.parallel = parallel or ParallelInfo.single()
-        self.precision = precision
+        # Not given: the parameters' dtype says it (bf16 / fp16 models, as Megatron-core's
+        # `bf16=True` builds them); recipes that differ (autocast, fp8) must say so.
+        self.precision = precision or precision_of(self.roots)
         self.model_name = model_name
         distributed = dist.is_available() and dist.is_initialized()
         self.rank = rank if rank is not None else (dist.get_rank() if distributed else 0)
         self.world_size = (
             world_size if world_size is not None else (dist.get_world_size() if distributed else 1)
         )
+        self.parallel = resolve_parallel(parallel, wrapped, self.rank, self.world_size)
         self.perturbation = (
             perturbations
             if isinstance(perturbations, Perturbation)
@@ -117,6 +128,10 @@ class Tracer:
             OptimizerSnapshot(optimizer, self.state) if optimizer is not None else None
         )
         self._explicit_step = False
+        self._variant_loop: str | None = None  # the variants loop running, if any
+        self._stepped: set[tuple[str, int]] = set()
+        self._per_step_from: int | None = None
+        self._warned_per_step = False
         self._closed = False
         self._record: RankRecord | None = None
         atexit.register(self._atexit)
@@ -129,6 +144,7 @@ class Tracer:
         optimizer step) as `iteration`. With `micro_batch`, everything inside is that
         micro-batch."""
         s = self.state
+        self._check_step(int(iteration))
         s.iteration, s.in_step, self._explicit_step = int(iteration), True, True
         s.explicit_mb = micro_batch
         s.reset_counters()
@@ -153,53 +169,96 @@ class Tracer:
             self.state.explicit_mb = previous
 
     def variants(self, iteration: int) -> Iterator[str]:
-        """Reference only: yields `perturbed-1..K` then `nominal`. Each perturbed variant
-        starts from the same model, optimizer and RNG state, which is restored afterwards,
-        so only the nominal variant's step carries on into the next iteration."""
-        yield from self._each_variant()
+        """Reference only, per-step perturbation: yields `perturbed-1..K` then `nominal`.
+        Each perturbed variant starts from the same model, optimizer and RNG state, which is
+        restored afterwards, so only the nominal variant's step carries on into the next
+        iteration. Its floors miss the round-off earlier steps left in the parameters
+        (`docs/tolerance.md`): for more than one captured iteration use `run_variants()`."""
+        if self._per_step_from is None:
+            self._per_step_from = int(iteration)
+        elif int(iteration) != self._per_step_from and not self._warned_per_step:
+            self._warned_per_step = True
+            log.warning(
+                "ttrace: per-step variants at iteration %d: its floors miss the round-off "
+                "earlier steps left in the parameters and can raise false alarms; wrap the "
+                "whole loop in `for _ in tracer.run_variants():` instead",
+                iteration,
+            )
+        yield from self._each_variant("variants(it)")
 
     def run_variants(self) -> Iterator[str]:
-        """Reference only, whole-run perturbation: yields `perturbed-1..K` then `nominal`;
-        the loop body runs *every* captured iteration. Each variant starts from the model,
-        optimizer and RNG state at this call, so a perturbed variant carries its own
-        round-off from step to step exactly as a distributed candidate does, and later
-        iterations' floors include the parameter error earlier steps left behind."""
-        yield from self._each_variant()
+        """Reference only, whole-run perturbation (the documented reference loop): yields
+        `perturbed-1..K` then `nominal`; the loop body runs *every* captured iteration. Each
+        variant starts from the model, optimizer and RNG state at this call, so a perturbed
+        variant carries its own round-off from step to step exactly as a distributed
+        candidate does, and later iterations' floors include the parameter error earlier
+        steps left behind."""
+        yield from self._each_variant("run_variants()")
 
-    def _each_variant(self) -> Iterator[str]:
+    def _each_variant(self, loop: str) -> Iterator[str]:
         """`perturbed-1..K` then `nominal`, each starting from the state at this call (the
         snapshot is restored after every perturbed variant, so one snapshot serves all)."""
-        snapshot = self._snapshot() if self.perturbation.variants else None
-        for k, name in enumerate(self.perturbation.variants, start=1):
-            self.state.variant, self.state.variant_index = name, k
-            try:
-                yield name
-            finally:
-                self.state.variant, self.state.variant_index = "nominal", 0
-                self._restore(snapshot)
-        yield "nominal"
+        if self.state.in_step:
+            raise LoopError(
+                "variants_inside_step",
+                f"tracer.{loop} was called inside `with tracer.step(...)`: every variant "
+                "would be filed as a further micro-batch of one step. Put the variants loop "
+                "outside: `for _ in tracer.run_variants():` around the loop over iterations, "
+                "`with tracer.step(it):` inside it",
+            )
+        if self._variant_loop is not None:
+            raise LoopError(
+                "nested_variants",
+                f"tracer.{loop} inside tracer.{self._variant_loop}: use one variants loop",
+            )
+        self._variant_loop = loop
+        try:
+            snapshot = self._snapshot() if self.perturbation.variants else None
+            for k, name in enumerate(self.perturbation.variants, start=1):
+                self.state.variant, self.state.variant_index = name, k
+                try:
+                    yield name
+                finally:
+                    self.state.variant, self.state.variant_index = "nominal", 0
+                    self._restore(snapshot)
+            yield "nominal"
+        finally:
+            self._variant_loop = None
 
-    def _snapshot(self) -> dict[str, Any]:
-        return {
-            "models": [
-                {k: v.detach().clone() for k, v in m.state_dict(keep_vars=True).items()}
-                for m in self.roots
-            ],
-            "optimizer": copy.deepcopy(self.optimizer.state_dict()) if self.optimizer else None,
-            "rng": torch.get_rng_state(),
-        }
+    def _check_step(self, iteration: int) -> None:
+        """Refuse a step that would mislabel what it captures."""
+        s = self.state
+        if s.in_step:
+            raise LoopError(
+                "nested_step",
+                f"tracer.step({iteration}) inside tracer.step({s.iteration}): one step "
+                "context per training step",
+            )
+        wanted = s.iterations is None or iteration in s.iterations
+        if not wanted:
+            return
+        if self.perturbation.count and self._variant_loop is None:
+            raise LoopError(
+                "step_outside_variants",
+                f"the reference has perturbations={self.perturbation.count} but "
+                f"tracer.step({iteration}) runs outside a variants loop, so no perturbed "
+                "variant would be captured: wrap the loop over iterations in "
+                "`for _ in tracer.run_variants():` (outside `tracer.step()`)",
+            )
+        key = (s.variant, iteration)
+        if key in self._stepped:
+            raise LoopError(
+                "step_repeated",
+                f"iteration {iteration} of variant {s.variant} was already captured; "
+                "each (variant, iteration) is one step",
+            )
+        self._stepped.add(key)
 
-    def _restore(self, snap: dict[str, Any]) -> None:
-        with torch.no_grad():
-            for m, sd in zip(self.roots, snap["models"], strict=True):
-                for k, v in m.state_dict(keep_vars=True).items():
-                    v.copy_(sd[k])
-        if self.optimizer is not None:
-            # load_state_dict adopts the given tensors as live state (no copy when dtype and
-            # device match), so restoring the snapshot itself would let the next variant's
-            # in-place updates rewrite it.
-            self.optimizer.load_state_dict(copy.deepcopy(snap["optimizer"]))
-        torch.set_rng_state(snap["rng"])
+    def _snapshot(self) -> TrainingSnapshot:
+        return TrainingSnapshot(self.roots, self.optimizer)
+
+    def _restore(self, snap: TrainingSnapshot) -> None:
+        snap.restore()
 
     def _after_optimizer_step(self) -> None:
         if not self._explicit_step:
@@ -215,8 +274,14 @@ class Tracer:
 
     # --- writing ----------------------------------------------------------------------------
 
-    def _sink(self, key: TensorKey, tensor: torch.Tensor, placement: Placement | None) -> None:
-        self.writer.put(key, tensor, placement)
+    def _sink(
+        self,
+        key: TensorKey,
+        tensor: torch.Tensor,
+        placement: Placement | None,
+        note: LayoutNote | None = None,
+    ) -> None:
+        self.writer.put(key, tensor, placement, note.attrs() if note is not None else None)
 
     def flush(self) -> None:
         self.writer.flush()

@@ -1,0 +1,45 @@
+"""Hugging Face Llama under `DistributedDataParallel` on 2 ranks: per-rank mean loss,
+gradients averaged by DDP (its default)."""
+
+from __future__ import annotations
+
+import torch
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+import ttrace.capture as ttc  # ttrace
+
+from .common import STEPS, finish, global_batch, init, local_rows, parse_args
+from .hf_model import tiny_llama
+from .reduction_bugs import break_ddp_reduction
+
+
+def main() -> None:
+    args = parse_args()
+    rank, world = init()
+    model = tiny_llama()
+    ttc.seeded_init(model, seed=0)  # ttrace
+    if world > 1:
+        model = DDP(model)
+        if args.bug != "none":
+            break_ddp_reduction(model, model.module.model.layers[0].mlp.down_proj.weight, args.bug)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    role = "reference" if world == 1 else "candidate"  # ttrace
+    tracer = ttc.Tracer(model, opt, args.out, role=role, perturbations=2 * (world == 1))  # ttrace
+
+    def train_step(step: int) -> None:
+        ids = local_rows(global_batch(step), rank, world)
+        loss = model(input_ids=ids, labels=ids).loss
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+
+    for _ in tracer.run_variants():  # ttrace
+        for step in range(STEPS):  # ttrace
+            with tracer.step(step):  # ttrace
+                train_step(step)  # ttrace
+    tracer.close()  # ttrace
+
+
+if __name__ == "__main__":
+    main()
+    finish()  # after main's models are freed: see common.finish

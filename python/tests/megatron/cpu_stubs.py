@@ -1,0 +1,83 @@
+"""The few CUDA-only calls Megatron-core makes, answered on CPU, so that its real modules,
+DDP, optimizers and schedules run on gloo. Test harness only: capture needs none of this.
+
+- `torch.cuda.current_device()` is the device of every buffer Megatron allocates: CPU here;
+- a literal `device="cuda"` (loss-token counters, optimizer scalars) becomes CPU;
+- `Tensor.type()` (no argument) answers the CUDA type name: the mixed-precision optimizers
+  sort parameters by it;
+- the model-parallel CUDA RNG tracker forks nothing (dropout is 0 in these runs);
+- Apex's fused layer-norm kernel is `F.layer_norm`, so the local spec keeps Megatron's own
+  `FusedLayerNorm` module (which marks its weights `sequence_parallel`; the torch fallback
+  refuses sequence parallelism).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+_FACTORIES = ("zeros", "ones", "empty", "tensor", "full", "arange")
+
+
+def _cpu_device(fn: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        device = kwargs.get("device")
+        if device is not None and str(device).startswith("cuda"):
+            kwargs["device"] = "cpu"
+        return fn(*args, **kwargs)
+
+    return wrapper
+
+
+def _cuda_type_name(original: Callable[..., Any]) -> Callable[..., Any]:
+    def type_(self: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
+        name = original(self, *args, **kwargs)
+        if not args and not kwargs and isinstance(name, str) and name.startswith("torch."):
+            return name.replace("torch.", "torch.cuda.", 1) if ".cuda." not in name else name
+        return name
+
+    return type_
+
+
+class _LayerNormAffine(torch.autograd.Function):
+    """Apex's `FusedLayerNormAffineFunction.apply(x, weight, bias, shape, eps)` on CPU."""
+
+    @staticmethod
+    def apply(x, weight, bias, shape, eps):  # type: ignore[override]
+        shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        return torch.nn.functional.layer_norm(x, shape, weight, bias, eps)
+
+
+def _use_fused_layer_norm() -> None:
+    from megatron.core.fusions import fused_layer_norm
+    from megatron.core.models import backends
+    from megatron.core.models.gpt import gpt_layer_specs
+    from megatron.core.transformer import transformer_block
+
+    fused_layer_norm.HAVE_FUSED_LAYER_NORM = True
+    fused_layer_norm.FusedLayerNormAffineFunction = _LayerNormAffine
+    gpt_layer_specs.LNImpl = fused_layer_norm.FusedLayerNorm
+    backends.LNImpl = fused_layer_norm.FusedLayerNorm
+    transformer_block.LayerNormImpl = fused_layer_norm.FusedLayerNorm
+
+
+def install() -> None:
+    if getattr(torch, "_ttrace_cpu_stubs", False):
+        return
+    torch._ttrace_cpu_stubs = True  # type: ignore[attr-defined]
+    torch.cuda.current_device = lambda: "cpu"  # type: ignore[assignment]
+    for name in _FACTORIES:
+        setattr(torch, name, _cpu_device(getattr(torch, name)))
+    torch.Tensor.type = _cuda_type_name(torch.Tensor.type)  # type: ignore[method-assign]
+
+    from megatron.core.tensor_parallel import random as mp_random
+
+    mp_random.CudaRNGStatesTracker.fork = lambda self, name=None: contextlib.nullcontext()
+    mp_random.CudaRNGStatesTracker.add = lambda self, name, seed: None
+    mp_random.model_parallel_cuda_manual_seed = lambda *a, **k: None
+    _use_fused_layer_norm()

@@ -1,0 +1,165 @@
+"""A tiny Megatron-core GPT trained the way Megatron-core's own examples do it: local layer
+spec, `parallel_state`, Megatron's `DistributedDataParallel`, `get_megatron_optimizer`, the
+no-pipelining schedule with `finalize_model_grads`. One process is the reference; under
+torchrun with `--tp` (data parallelism over the remaining ranks), the candidate. The ttrace
+lines end in `# ttrace`.
+
+`--bug NAME` (candidates only) monkeypatches a Megatron-core reduction inside one module (see
+`bugs.py`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+import torch
+import torch.distributed as dist
+
+from . import cpu_stubs
+
+cpu_stubs.install()
+
+import ttrace.capture as ttc  # noqa: E402  # ttrace
+from megatron.core import parallel_state  # noqa: E402
+from megatron.core.distributed import (  # noqa: E402
+    DistributedDataParallel,
+    DistributedDataParallelConfig,
+    finalize_model_grads,
+)
+from megatron.core.models.gpt import GPTModel  # noqa: E402
+from megatron.core.models.gpt.gpt_layer_specs import get_gpt_layer_local_spec  # noqa: E402
+from megatron.core.optimizer import OptimizerConfig, get_megatron_optimizer  # noqa: E402
+from megatron.core.pipeline_parallel import get_forward_backward_func  # noqa: E402
+from megatron.core.transformer import TransformerConfig  # noqa: E402
+
+from .bugs import inject  # noqa: E402
+
+VOCAB, HIDDEN, HEADS, LAYERS, SEQ, BATCH, MICRO_BATCHES, STEPS = 128, 32, 4, 2, 16, 4, 2, 2
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--tp", type=int, default=1)
+    parser.add_argument("--sp", action="store_true", help="sequence parallelism")
+    parser.add_argument("--dist-optimizer", action="store_true")
+    parser.add_argument("--bf16", action="store_true")
+    parser.add_argument("--bug", default="none")
+    return parser.parse_args()
+
+
+def init(tp: int) -> int:
+    torch.manual_seed(0)
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if world == 1:
+        # The reference: a one-rank group in memory (no port to collide with other jobs).
+        dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+    else:
+        dist.init_process_group("gloo")
+    parallel_state.initialize_model_parallel(tensor_model_parallel_size=tp)
+    return world
+
+
+def micro_batch(step: int, mb: int) -> dict[str, torch.Tensor]:
+    """This data-parallel rank's rows of global micro-batch `mb` of `step`."""
+    g = torch.Generator().manual_seed(1000 * step + mb)
+    ids = torch.randint(0, VOCAB, (BATCH, SEQ + 1), generator=g)
+    dp, rank = (
+        parallel_state.get_data_parallel_world_size(),
+        parallel_state.get_data_parallel_rank(),
+    )
+    rows = ids[rank * BATCH // dp : (rank + 1) * BATCH // dp]
+    mask = torch.triu(torch.ones(SEQ, SEQ, dtype=torch.bool), diagonal=1)[None, None]
+    positions = torch.arange(SEQ).expand(rows.shape[0], SEQ)
+    return {"ids": rows[:, :-1], "labels": rows[:, 1:], "mask": mask, "positions": positions}
+
+
+def build(args: argparse.Namespace) -> tuple[TransformerConfig, GPTModel]:
+    dtype = torch.bfloat16 if args.bf16 else torch.float32
+    config = TransformerConfig(
+        num_layers=LAYERS,
+        hidden_size=HIDDEN,
+        num_attention_heads=HEADS,
+        tensor_model_parallel_size=args.tp,
+        sequence_parallel=args.sp,
+        use_cpu_initialization=True,
+        hidden_dropout=0.0,
+        attention_dropout=0.0,
+        bf16=args.bf16,
+        params_dtype=dtype,
+        pipeline_dtype=dtype,
+        finalize_model_grads_func=finalize_model_grads,
+    )
+    model = GPTModel(
+        config,
+        get_gpt_layer_local_spec(),
+        vocab_size=VOCAB,
+        max_sequence_length=SEQ,
+        position_embedding_type="learned_absolute",
+    )
+    return config, model.to(dtype)
+
+
+def main() -> None:
+    args = parse_args()
+    world = init(args.tp)
+    config, model = build(args)
+    if world > 1:
+        inject(args.bug, model)
+    ttc.seeded_init(model, seed=0)  # ttrace
+    ddp_config = DistributedDataParallelConfig(
+        grad_reduce_in_fp32=True, use_distributed_optimizer=args.dist_optimizer
+    )
+    ddp = DistributedDataParallel(config, ddp_config, model)
+    optimizer = get_megatron_optimizer(
+        OptimizerConfig(
+            optimizer="adam",
+            lr=1e-3,
+            bf16=args.bf16,
+            params_dtype=config.params_dtype,
+            use_distributed_optimizer=args.dist_optimizer,
+            clip_grad=1.0,
+        ),
+        [ddp],
+    )
+    role = "reference" if world == 1 else "candidate"  # ttrace
+    variants = 2 * (world == 1)  # ttrace
+    tracer = ttc.Tracer(ddp, optimizer, args.out, role=role, perturbations=variants)  # ttrace
+    forward_backward = get_forward_backward_func()
+
+    def forward_step(data_iterator, model):  # Megatron's forward_step_func convention
+        batch = next(data_iterator)
+        losses = model(batch["ids"], batch["positions"], batch["mask"], labels=batch["labels"])
+
+        def loss_func(output: torch.Tensor) -> tuple[torch.Tensor, dict]:
+            loss = output.float().mean()
+            return loss, {"lm loss": loss.detach()}
+
+        return losses, loss_func
+
+    def train_step(step: int) -> None:
+        ddp.zero_grad_buffer()
+        optimizer.zero_grad()
+        forward_backward(
+            forward_step_func=forward_step,
+            data_iterator=iter([micro_batch(step, m) for m in range(MICRO_BATCHES)]),
+            model=[ddp],
+            num_microbatches=MICRO_BATCHES,
+            seq_length=SEQ,
+            micro_batch_size=BATCH // parallel_state.get_data_parallel_world_size(),
+            forward_only=False,
+        )
+        optimizer.step()
+
+    for _ in tracer.run_variants():  # ttrace
+        for step in range(STEPS):  # ttrace
+            with tracer.step(step):  # ttrace
+                train_step(step)  # ttrace
+    tracer.close()  # ttrace
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()

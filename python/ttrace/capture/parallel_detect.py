@@ -1,0 +1,84 @@
+"""`ParallelInfo` read from the model when the program gives none, and the gradient
+convention when it does not say.
+
+- a root wrapped in Megatron-core's `DistributedDataParallel`: its process groups and loss
+  convention (`megatron_parallel`);
+- a root wrapped in `DistributedDataParallel`: data parallelism over the default group;
+- parameters sharded by FSDP2 (`fully_shard`): data parallelism over their mesh;
+- other DTensor parameters (torch `parallelize_module`, transformers' `tp_plan`): tensor
+  parallelism over their 1-d mesh.
+Both DDP and FSDP2 average gradients by default, so with either `grad_reduce` defaults to
+"mean" (a textbook per-rank mean loss is then clean); otherwise to "sum".
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+from torch import nn
+
+from .dtensor_placement import is_dtensor
+from .megatron_parallel import megatron_parallel
+from .parallel_info import ParallelInfo
+
+
+def _is_ddp(module: nn.Module) -> bool:
+    from torch.nn.parallel import DistributedDataParallel
+
+    return isinstance(module, DistributedDataParallel)
+
+
+def _fsdp_modules(roots: Sequence[nn.Module]) -> list[nn.Module]:
+    try:
+        from torch.distributed.fsdp import FSDPModule
+    except ImportError:
+        return []
+    return [m for r in roots for m in r.modules() if isinstance(m, FSDPModule)]
+
+
+def _mesh_of(params: list[nn.Parameter]) -> tuple[int, int] | None:
+    for p in params:
+        if is_dtensor(p) and p.device_mesh.ndim == 1:
+            mesh = p.device_mesh
+            return mesh.size(), mesh.get_local_rank()
+    return None
+
+
+def detect_parallel(roots: Sequence[nn.Module], rank: int, world_size: int) -> ParallelInfo:
+    """The layout of a single-level DDP / FSDP2 / tensor-parallel run; raises ValueError
+    naming what it found when the sizes do not multiply to the world size."""
+    if world_size == 1:
+        return ParallelInfo.single()
+    megatron = megatron_parallel(roots)
+    if megatron is not None:
+        return megatron
+    dp, dp_rank, tp, tp_rank = 1, 0, 1, 0
+    fsdp = _fsdp_modules(roots)
+    fsdp_ids = {id(p) for m in fsdp for p in m.parameters()}
+    if any(_is_ddp(r) for r in roots):
+        dp, dp_rank = world_size, rank
+    elif fsdp:
+        found = _mesh_of([p for m in fsdp for p in m.parameters()])
+        if found:
+            dp, dp_rank = found
+    plain = [p for r in roots for p in r.parameters() if id(p) not in fsdp_ids]
+    found = _mesh_of(plain)
+    if found:
+        tp, tp_rank = found
+    if dp * tp != world_size:
+        raise ValueError(
+            f"ttrace: found dp={dp} (DDP/FSDP2) and tp={tp} (DTensor parameters) on "
+            f"{world_size} ranks; pass Tracer(parallel=ttrace.capture.ParallelInfo(...))"
+        )
+    return ParallelInfo(tp=tp, tp_rank=tp_rank, dp=dp, dp_rank=dp_rank)
+
+
+def resolve_parallel(
+    given: ParallelInfo | None, roots: Sequence[nn.Module], rank: int, world_size: int
+) -> ParallelInfo:
+    info = given if given is not None else detect_parallel(roots, rank, world_size)
+    if info.grad_reduce is None:
+        averaging = any(_is_ddp(r) for r in roots) or bool(_fsdp_modules(roots))
+        info = dataclasses.replace(info, grad_reduce="mean" if averaging else "sum")
+    return info
