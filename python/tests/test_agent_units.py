@@ -149,3 +149,42 @@ def test_cut_and_codec_round_trip() -> None:
     assert scalar["is_scalar"] and scalar["shape"] == [1] and scalar["global_shape"] == [1]
     entries, frames = merge_blobs([tensors_blob(0, []), tensors_blob(1, [(entry, data)])])
     assert entries[0]["frame"] == 1 and entries[0]["rank"] == 1 and frames == [data]
+
+
+def test_result_placement_takes_the_captured_placement_or_the_fallback(tmp_path: Path) -> None:
+    """A returned tensor takes the placement this rank's capture stored for its id (a shape
+    that differs is an error); only an id capture did not store asks the fallback."""
+    import ttrace.capture as ttc
+    from ttrace.agent.own_capture import OwnCapture
+    from ttrace.agent.result_placement import ResultPlacement
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(3, 2))
+    kinds = ["forward_input", "forward_output"]
+    tracer = ttc.Tracer(model, None, tmp_path, iterations=[0], kinds=kinds, world_size=1)
+    with tracer.step(0):
+        model(torch.randn(4, 3)).sum().backward()
+    tracer.close()
+    own = OwnCapture(tmp_path, 0)
+    try:
+        placer = ResultPlacement(own, tracer.inference)
+        out = TensorKey("nominal", 0, 0, "0", "forward_output", "0")
+        stored = own.get(out)
+        assert stored is not None
+
+        def refuse() -> tuple[torch.Tensor, Placement]:
+            raise AssertionError("the fallback was asked for a captured id")
+
+        y = torch.randn(4, 2)
+        data, placement = placer.place(out.with_variant("perturbed-1"), y, refuse)
+        assert placement == stored.placement and torch.equal(data, y)
+        with pytest.raises(AgentError) as info:
+            placer.place(out, torch.randn(5, 2), refuse)
+        assert info.value.code is ErrorCode.REPLAY_FAILED
+        grad = TensorKey("nominal", 0, 0, "0", "input_grad", "0")
+        assert own.get(grad) is None
+        full = Placement.full((4, 3))
+        data, placement = placer.place(grad, torch.ones(4, 3), lambda: (torch.ones(4, 3), full))
+        assert placement == full and torch.equal(data, torch.ones(4, 3))
+    finally:
+        own.close()

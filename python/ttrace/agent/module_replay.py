@@ -3,8 +3,9 @@
 The module gets the reference's parameters of the iteration, its forward inputs (and, for
 backward, its output gradients), each cut to this rank's shard; it is called with the
 arguments it was called with during capture (its call template), inside the captured
-precision recipe. What it returns is placed by the tracer's own inference, exactly as
-capture places it, so the client merges replayed shards like captured ones.
+precision recipe. What it returns takes the placement and the scale capture gave the same
+tensor id on this rank (`result_placement`), so the client merges replayed shards like
+captured ones.
 """
 
 from __future__ import annotations
@@ -14,10 +15,11 @@ from typing import Any
 import torch
 from torch import nn
 
-from ttrace.bundle import Placement, TensorKey
+from ttrace.bundle import TensorKey
 from ttrace.capture.call_template import CallTemplate
-from ttrace.capture.module_hooks import flatten
+from ttrace.capture.module_hooks import flatten, stored_scale
 
+from .call_inference import CallInference
 from .errors import AgentError, ErrorCode
 from .own_capture import OwnTensor
 from .rank_gate import RankGate
@@ -100,13 +102,21 @@ class ModuleReplay:
         device = device_of(module)
         params = unique_params(module)
         tensors = gate.step(lambda: self._prepare(params, template, req, variant, device))
-        outputs, shards = gate.step(lambda: self._forward(module, template, tensors, req, variant))
+        infer = CallInference(
+            self.ctx.inference,
+            self.ctx.feed.own,
+            module,
+            template,
+            tensors,
+            self._key(req, "nominal", "forward_input", 0),
+        )
+        outputs, shards = gate.step(
+            lambda: self._forward(module, template, tensors, req, variant, infer)
+        )
         if req.phase == "backward":
             roots, grads = gate.step(lambda: self._output_grads(outputs, req, variant, device))
             shards += gate.step(
-                lambda: self._backward(
-                    module, template, tensors, params, roots, grads, req, variant
-                )
+                lambda: self._backward(template, tensors, params, roots, grads, req, variant, infer)
             )
         return shards
 
@@ -128,6 +138,7 @@ class ModuleReplay:
         tensors: dict[str, torch.Tensor],
         req: ReplayRequest,
         variant: str,
+        infer: CallInference,
     ) -> tuple[list[Any], list[Shard]]:
         ctx = self.ctx
         args, kwargs = template.bind(tensors)
@@ -138,16 +149,20 @@ class ModuleReplay:
             raise AgentError(ErrorCode.NOT_REPLAYABLE, "stochastic: draws random numbers")
         outputs = flatten(output)
         shards: list[Shard] = []
+        first = True
         for i, t in enumerate(outputs):
             if isinstance(t, torch.Tensor):
-                local, placement = ctx.inference.activation(module, "out", i, t)
                 key = self._key(req, variant, "forward_output", i)
-                shards.append(shard_entry(key, local, placement, ctx.rank))
+                primary = first
+                data, placement = ctx.placer.place(
+                    key, t, lambda i=i, t=t, p=primary: infer.output(i, t, p)
+                )
+                first = False
+                shards.append(shard_entry(key, data, placement, ctx.rank))
         return outputs, shards
 
     def _backward(
         self,
-        module: nn.Module,
         template: CallTemplate,
         tensors: dict[str, torch.Tensor],
         params: list[nn.Parameter],
@@ -155,9 +170,10 @@ class ModuleReplay:
         grads: list[torch.Tensor],
         req: ReplayRequest,
         variant: str,
+        infer: CallInference,
     ) -> list[Shard]:
         torch.autograd.backward(roots, grads)
-        shards = self._input_grads(module, template, tensors, req, variant)
+        shards = self._input_grads(template, tensors, req, variant, infer)
         return shards + self._param_grads(params, req, variant)
 
     def _output_grads(
@@ -171,7 +187,7 @@ class ModuleReplay:
             key = self._key(req, variant, "output_grad", i)
             if self.ctx.feed.has(key):
                 roots.append(t)
-                grads.append(self.ctx.feed.shard(key, device).to(t.dtype))
+                grads.append(self._fed_output_grad(key, device).to(t.dtype))
             elif self.ctx.feed.own.get(key.with_variant("nominal")) is not None:
                 raise AgentError(ErrorCode.NO_REFERENCE_TENSOR, f"the reference has no {key.path}")
         if not roots:
@@ -180,13 +196,22 @@ class ModuleReplay:
             )
         return roots, grads
 
+    def _fed_output_grad(self, key: TensorKey, device: torch.device) -> torch.Tensor:
+        """The reference's output gradient as this rank's module saw it in training: capture
+        stored it scaled (`stored_scale`: averaged gradients), so the module gets it unscaled
+        and what it returns is scaled again like its captured gradients."""
+        grad = self.ctx.feed.shard(key, device)
+        own = self.ctx.feed.own_tensor(key)
+        factor = stored_scale(self.ctx.inference, key.kind, own.placement, tuple(grad.shape))
+        return grad / factor if factor != 1.0 else grad
+
     def _input_grads(
         self,
-        module: nn.Module,
         template: CallTemplate,
         tensors: dict[str, torch.Tensor],
         req: ReplayRequest,
         variant: str,
+        infer: CallInference,
     ) -> list[Shard]:
         shards: list[Shard] = []
         for slot in template.slots():
@@ -194,26 +219,11 @@ class ModuleReplay:
             if grad is None:
                 continue
             key = self._key(req, variant, "input_grad", slot.index)
-            local, placement = self._input_grad_placement(module, slot.index, grad, key)
-            shards.append(shard_entry(key, local, placement, self.ctx.rank))
+            data, placement = self.ctx.placer.place(
+                key, grad, lambda i=slot.index, g=grad: infer.input_grad(i, g)
+            )
+            shards.append(shard_entry(key, data, placement, self.ctx.rank))
         return shards
-
-    def _input_grad_placement(
-        self, module: nn.Module, index: str, grad: torch.Tensor, key: TensorKey
-    ) -> tuple[torch.Tensor, Placement]:
-        """The inference's placement, as capture computes it; for a keyword input, whose
-        index the inference may not take, the placement this rank's capture recorded."""
-        if index.isdigit():
-            return self.ctx.inference.activation(module, "in", int(index), grad, gradient=True)
-        try:
-            return self.ctx.inference.activation(module, "in", index, grad, gradient=True)
-        except (TypeError, ValueError):
-            own = self.ctx.feed.own.get(key.with_variant("nominal"))
-            if own is None:
-                raise AgentError(
-                    ErrorCode.NOT_REPLAYABLE, f"no placement for the gradient of {key.path}"
-                ) from None
-            return grad, own.placement
 
     def _param_grads(
         self, params: list[nn.Parameter], req: ReplayRequest, variant: str
@@ -226,16 +236,16 @@ class ModuleReplay:
             if p.grad is None:
                 continue
             owner, _, _ = ctx.param_id(p)
-            local, placement, scale = ctx.inference.parameter(p.grad, p, owner, "param_grad")
-            data = local.detach().clone()
-            if scale != 1.0:
-                data.mul_(scale)
+            key = ctx.param_key(p, variant, req.iteration, req.micro_batch, "param_grad")
+            local, inferred, scale = ctx.inference.parameter(p.grad, p, owner, "param_grad")
+            data, placement = ctx.placer.place(
+                key, p.grad, lambda lo=local, pl=inferred: (lo, pl), param_scale=scale
+            )
             if req.micro_batch > 0:
                 prev = ctx.param_key(p, variant, req.iteration, req.micro_batch - 1, "param_grad")
                 place = OwnTensor(
                     placement, tuple(data.shape), str(data.dtype).removeprefix("torch."), False
                 )
                 data += ctx.feed.shard(prev, data.device, place_as=place)
-            key = ctx.param_key(p, variant, req.iteration, req.micro_batch, "param_grad")
             shards.append(shard_entry(key, data, placement, ctx.rank))
         return shards

@@ -13,6 +13,7 @@ from ttrace.bundle import TensorKey
 
 from .errors import AgentError, ErrorCode
 from .reference_feed import ReferenceFeed
+from .result_placement import ResultPlacement
 
 
 class ReplayContext:
@@ -21,6 +22,7 @@ class ReplayContext:
         self.feed = feed
         self.rank = rank
         self.inference = tracer.inference
+        self.placer = ResultPlacement(feed.own, tracer.inference)
         self.hooks = tracer.hooks
         self.recorder = tracer.recorder
         self.precision = tracer.precision

@@ -118,15 +118,24 @@ class StepReplay:
             owner, mname, pname = ctx.param_id(p)
             if req.module and not (mname == req.module or mname.startswith(req.module + ".")):
                 continue
-            local, placement, _ = ctx.inference.parameter(p, p, owner, "param_after_step")
             key = TensorKey(variant, req.iteration, -1, mname, "param_after_step", pname)
-            shards.append(shard_entry(key, local, placement, ctx.rank))
+            shards.append(self._placed(key, p, p, owner))
             entries = (state.get(p) or {}) if hasattr(state, "get") else {}
             for name, value in entries.items():
                 if isinstance(value, torch.Tensor) and value.shape == p.shape:
-                    _, pl, _ = ctx.inference.parameter(p, p, owner, "optimizer_state")
                     k = TensorKey(
                         variant, req.iteration, -1, mname, "optimizer_state", f"{name}.{pname}"
                     )
-                    shards.append(shard_entry(k, value, pl, ctx.rank))
+                    shards.append(self._placed(k, value, p, owner))
         return shards
+
+    def _placed(
+        self, key: TensorKey, value: torch.Tensor, p: nn.Parameter, owner: nn.Module
+    ) -> Shard:
+        """`value` placed as this rank's capture placed the same id (the inference's
+        parameter placement where it stored none, as capture computes it)."""
+        ctx = self.ctx
+        data, placement = ctx.placer.place(
+            key, value, lambda: ctx.inference.parameter(value, p, owner, key.kind)[:2]
+        )
+        return shard_entry(key, data, placement, ctx.rank)

@@ -70,6 +70,32 @@ def substitute(value: Any, by_position: dict[int, Any], start: list[int] | None 
     return by_position.get(position, value)
 
 
+def stored_scale(
+    inference: PlacementInference,
+    kind: str,
+    placement: Placement,
+    shape: tuple[int, ...],
+    param_scale: float = 1.0,
+) -> float:
+    """The factor capture applies to a per-rank tensor of `kind` before storing it, so that
+    partial sums add up to the reference when the program averages gradients: every
+    activation gradient, a per-rank loss (a 0-d partial-sum output), and a `param_grad` by
+    the `param_scale` its placement came with. The replay agent scales by the same rule.
+
+    The gradient of a 0-d output is not scaled: that output (a per-rank loss) is stored
+    scaled down as a partial sum, and the reference's loss is the sum of those partials, so
+    its gradient with respect to each partial is the unscaled one (1 for the loss)."""
+    if kind == "output_grad" and len(shape) == 0:
+        return 1.0
+    if kind in ("input_grad", "output_grad"):
+        return inference.grad_scale
+    if kind == "forward_output" and placement.partial_index is not None and len(shape) == 0:
+        return inference.grad_scale
+    if kind == "param_grad":
+        return param_scale
+    return 1.0
+
+
 def replicated_over_tp(t: torch.Tensor, decided: Decision) -> bool:
     if is_dtensor(t):
         return all(type(p).__name__ == "Replicate" for p in t.placements)
@@ -184,8 +210,9 @@ class ModuleHooks:
         module, mname, pname = self.param_name(p)
         local, placement, scale = self.inference.parameter(tensor, p, module, kind)
         data = to_host(local)
-        if kind == "param_grad" and scale != 1.0:
-            data.mul_(scale)
+        factor = stored_scale(self.inference, kind, placement, tuple(local.shape), scale)
+        if factor != 1.0:
+            data.mul_(factor)
         path = self.names.paths.get(module, mname)
         note = self.inference.param_note(p, f"{path}.{pname}" if path else pname)
         self.sink(self._key(mb, mname, kind, pname), data, placement, note)
@@ -313,8 +340,9 @@ class ModuleHooks:
             self.inference.remember(t, decided.layout)
             if s.wants_kind("forward_output"):
                 data = to_host(local)
-                if placement.partial_index is not None and len(t.shape) == 0:
-                    data.mul_(self.inference.grad_scale)  # a per-rank loss
+                factor = stored_scale(self.inference, "forward_output", placement, tuple(t.shape))
+                if factor != 1.0:
+                    data.mul_(factor)  # a per-rank loss
                 self.sink(self._key(mb, name, "forward_output", i), data, placement, decided.note)
             if t.requires_grad and s.wants_kind("output_grad"):
                 t.register_hook(self._output_grad_hook(module, i, mb, decided))
@@ -335,8 +363,9 @@ class ModuleHooks:
             module, direction, index, grad, gradient=True, decided=decided
         )
         data = to_host(local)
-        if self.inference.grad_scale != 1.0:
-            data.mul_(self.inference.grad_scale)
+        factor = stored_scale(self.inference, key.kind, placement, tuple(grad.shape))
+        if factor != 1.0:
+            data.mul_(factor)
         self.sink(key, data, placement, done.note)
 
     def _output_grad_hook(
