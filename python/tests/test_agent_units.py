@@ -188,3 +188,32 @@ def test_result_placement_takes_the_captured_placement_or_the_fallback(tmp_path:
         assert placement == full and torch.equal(data, torch.ones(4, 3))
     finally:
         own.close()
+
+
+def test_call_inference_places_what_capture_did_not_store(tmp_path: Path) -> None:
+    """Outputs and input gradients of a call whose kinds were left out are placed by the
+    inference from the call's input decisions, as capture would have placed them."""
+    import ttrace.capture as ttc
+    from ttrace.agent.call_inference import CallInference
+    from ttrace.agent.own_capture import OwnCapture
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(3, 2))
+    tracer = ttc.Tracer(model, None, tmp_path, iterations=[0], kinds=["forward_input"])
+    with tracer.step(0):
+        model(torch.randn(4, 3, requires_grad=True)).sum().backward()
+    tracer.close()
+    own = OwnCapture(tmp_path, 0)
+    try:
+        template = tracer.recorder.template("0", 0, 0)
+        assert template is not None
+        x = torch.randn(4, 3)
+        key = TensorKey("nominal", 0, 0, "0", "forward_input", "0")
+        assert own.get(key) is not None
+        infer = CallInference(tracer.inference, own, model[0], template, {"0": x}, key)
+        _, placement = infer.output(0, torch.randn(4, 2), primary=True)
+        assert placement == Placement.full((4, 2))
+        _, placement = infer.input_grad("0", torch.randn(4, 3))
+        assert placement == own.get(key).placement == Placement.full((4, 3))
+    finally:
+        own.close()
