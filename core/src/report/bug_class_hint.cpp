@@ -36,6 +36,16 @@ std::optional<BugClassHint> fromFactor(const HintContext& c, double factor) {
                             "x1/dp on gradients: gradients averaged twice, or mean instead of sum "
                             "in the data-parallel reduction"};
     }
+    // Clipping by a rank's own shard norm: with similar shards each local norm is about
+    // 1/sqrt(tp) of the global one, so every gradient comes out sqrt(tp) times too large.
+    const double rootTp = std::sqrt(static_cast<double>(sizeOf(c.parallel, "tp")));
+    if (isStateOrGrad(c.id.kind) && phaseOf(c.id.kind) != Phase::Backward &&
+        (nearMul(rootTp) || near(rootTp))) {
+        return BugClassHint{"grad-clip-no-mp-reduce",
+                            "gradients scaled by sqrt(tp) after the backward: a norm taken over "
+                            "one rank's slice (grad clipping without the model-parallel "
+                            "all-reduce)"};
+    }
     if (isBackwardKind(c.id.kind) && (nearMul(mb) || near(mb))) {
         return BugClassHint{"grad-accum-scale",
                             "gradients scaled by the number of micro-batches: the loss is not "
@@ -68,6 +78,13 @@ std::optional<BugClassHint> fromReplicas(const HintContext& c) {
 
 std::optional<BugClassHint> fromSignatures(const HintContext& c) {
     const auto& s = c.signatures;
+    // TP ranks computing different losses: each normalized over its own vocabulary slice.
+    if (contains(c.id.module, "loss") && phaseOf(c.id.kind) == Phase::Forward &&
+        sizeOf(c.parallel, "tp") > 1 && !s.empty()) {
+        return BugClassHint{"vocab-ce-missing-allreduce",
+                            "the loss differs across TP ranks: vocab-parallel cross entropy "
+                            "normalized over one vocabulary slice (an all-reduce is missing)"};
+    }
     if (const auto* f = find(s, SignatureKind::ConstantFactor)) {
         if (auto h = fromFactor(c, f->factor)) {
             return h;

@@ -29,6 +29,8 @@ public:
     [[nodiscard]] RatioHistoryPlot* historyPlot() const { return history_; }
     [[nodiscard]] ShardErrorPlot* shardPlot() const { return shards_; }
     [[nodiscard]] StatsTable* statsTable() const { return table_; }
+    // The error shape / hint / invalid reason line of the shown tensor (hidden when empty).
+    [[nodiscard]] QLabel* diagnosisLabel() const { return diagnosis_; }
     // Renders the plots now (before a screenshot; normally they replot when idle).
     void replotNow();
 
@@ -38,6 +40,7 @@ private:
     QLabel* title_;
     QLabel* subtitle_;
     QLabel* status_;
+    QLabel* diagnosis_; // the error's shape and bug-class hint, or why the tensor is invalid
     ErrorHistogramPlot* histogram_;
     RatioHistoryPlot* history_;
     ShardErrorPlot* shards_;
