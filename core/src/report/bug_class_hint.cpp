@@ -126,6 +126,11 @@ BugClassHint fromContext(const HintContext& c) {
                 "FP8 forward divergence: a sharded tensor's scaling factor from a local amax "
                 "instead of the amax reduced over TP"};
     }
+    if (sizeOf(c.parallel, "ep") > 1 && phase == Phase::Forward) {
+        return {"ep-dispatch-mismatch",
+                "the forward diverges first at an expert-parallel layer: tokens returned with "
+                "other indices than they were dispatched with"};
+    }
     if (sizeOf(c.parallel, "cp") > 1 && phase == Phase::Forward && contains(m, "attention")) {
         return {"rope-cp-offset", "attention diverges under context parallelism: positions "
                                   "(rotary offsets) do not follow the chunks a rank holds"};
