@@ -98,7 +98,10 @@ std::optional<BugClassHint> fromSignatures(const HintContext& c) {
     if (find(s, SignatureKind::ReplicasDisagree)) {
         return fromReplicas(c);
     }
-    if (find(s, SignatureKind::ZeroedRows) && contains(c.id.module, "embedding")) {
+    const bool embeddingForward =
+        contains(c.id.module, "embedding") && phaseOf(c.id.kind) == Phase::Forward;
+    if ((find(s, SignatureKind::ZeroedRows) && contains(c.id.module, "embedding")) ||
+        (find(s, SignatureKind::SliceLocal) && embeddingForward)) {
         return BugClassHint{"vocab-embedding-off-by-one",
                             "embedding rows zeroed: a vocab-parallel embedding masks ids at a "
                             "vocabulary range boundary"};
