@@ -7,16 +7,6 @@
 namespace ttrace::ui {
 namespace {
 
-int severity(Status status) {
-    switch (status) {
-    case Status::Invalid: return 3;
-    case Status::Divergent: return 2;
-    case Status::Missing: return 1;
-    case Status::Clean: break;
-    }
-    return 0;
-}
-
 double sortableRatio(double ratio) {
     return std::isnan(ratio) ? HUGE_VAL : ratio;
 }
