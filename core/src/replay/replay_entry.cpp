@@ -9,7 +9,9 @@ namespace {
 
 constexpr std::size_t kMaxDims = 32;
 
-Error badReply(std::string message) { return {ErrorCode::BadReply, std::move(message)}; }
+Error badReply(std::string message) {
+    return {ErrorCode::BadReply, std::move(message)};
+}
 
 // prod(shape) * itemsize, or nothing when it overflows (shape values are already >= 0).
 std::optional<std::uint64_t> byteSize(const Shape& shape, std::size_t itemsize) {
@@ -127,18 +129,22 @@ std::optional<ReplayShard> parseEntry(const json::Json& entry, std::size_t i,
         why = tensor + ": " + why;
         return std::nullopt;
     }
-    if (*frame < 1 || static_cast<std::uint64_t>(*frame) > payloads.size() || !used.insert(*frame).second) {
-        why = tensor + ": frame " + std::to_string(*frame) + " does not name an unused payload frame (the reply has " +
+    if (*frame < 1 || static_cast<std::uint64_t>(*frame) > payloads.size() ||
+        !used.insert(*frame).second) {
+        why = tensor + ": frame " + std::to_string(*frame) +
+              " does not name an unused payload frame (the reply has " +
               std::to_string(payloads.size()) + ")";
         return std::nullopt;
     }
     const auto expected = byteSize(*shape, dtypeSize(*dtype));
     const auto& payload = payloads[static_cast<std::size_t>(*frame - 1)];
-    if (!expected || *bytes < 0 || static_cast<std::uint64_t>(*bytes) != *expected || payload.size() != *expected) {
-        why = tensor + ": shape " + shapeToString(*shape) + " of " + std::string(dtypeName->c_str()) +
-              " needs " + (expected ? std::to_string(*expected) : std::string("more than 2^64")) +
-              " bytes; the entry says " + std::to_string(*bytes) + ", frame " + std::to_string(*frame) +
-              " holds " + std::to_string(payload.size());
+    if (!expected || *bytes < 0 || static_cast<std::uint64_t>(*bytes) != *expected ||
+        payload.size() != *expected) {
+        why = tensor + ": shape " + shapeToString(*shape) + " of " +
+              std::string(dtypeName->c_str()) + " needs " +
+              (expected ? std::to_string(*expected) : std::string("more than 2^64")) +
+              " bytes; the entry says " + std::to_string(*bytes) + ", frame " +
+              std::to_string(*frame) + " holds " + std::to_string(payload.size());
         return std::nullopt;
     }
     ReplayShard s;
@@ -153,7 +159,8 @@ std::optional<ReplayShard> parseEntry(const json::Json& entry, std::size_t i,
 
 } // namespace
 
-Result<ReplayReply> ReplyHeader::replay(std::span<const std::span<const std::byte>> payloads) const {
+Result<ReplayReply>
+ReplyHeader::replay(std::span<const std::span<const std::byte>> payloads) const {
     const auto& v = json_->value;
     json::Fields f(v, "replay reply");
     const auto seconds = f.number("seconds");
@@ -162,8 +169,9 @@ Result<ReplayReply> ReplyHeader::replay(std::span<const std::span<const std::byt
         return badReply(f.problem());
     }
     if (tensors->size() != payloads.size()) {
-        return badReply("replay reply lists " + std::to_string(tensors->size()) + " tensors but carries " +
-                        std::to_string(payloads.size()) + " payload frames");
+        return badReply("replay reply lists " + std::to_string(tensors->size()) +
+                        " tensors but carries " + std::to_string(payloads.size()) +
+                        " payload frames");
     }
     ReplayReply reply;
     reply.seconds = *seconds;
