@@ -173,6 +173,7 @@ private slots:
         QCOMPARE(agrees.asked[0].module, std::string());
         QCOMPARE(agrees.asked[0].phase, LocalizePhase::Step); // the step is what is replayed
         QCOMPARE(r.start->phase, LocalizePhase::Reduction);
+        QCOMPARE(agrees.asked[0].diffRatio, 40.0); // the worst main_grad of that iteration
         QCOMPARE(r.guiltyPhase, std::optional(LocalizePhase::Reduction));
         QCOMPARE(r.guiltyParameters, (Names{"embedding", "layers.0.mlp"}));
         QVERIFY(r.guilty.empty() && r.introduced());

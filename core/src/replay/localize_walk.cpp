@@ -100,6 +100,11 @@ void walkOptimizer(const DiffResult& diff, const DivergenceStart& start, Walker&
     s.iteration = start.iteration;
     s.microBatch = -1;
     s.phase = LocalizePhase::Step; // what is replayed; start.phase says what is suspected
+    for (const auto& t : diff.tensors) {
+        if (t.id.iteration == start.iteration && isPhaseOutput(start.phase, t.id.kind)) {
+            s.diffRatio = std::max(s.diffRatio, t.ratio);
+        }
+    }
     ModuleVerdict v;
     if (!walker.judge(s, 0, v)) {
         return;
