@@ -10,7 +10,9 @@ namespace {
 using nlohmann::json;
 
 // JSON has no infinity: non-finite numbers are written as null, meaning +inf (docs/diff-json.md).
-json num(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
+json num(double v) {
+    return std::isfinite(v) ? json(v) : json(nullptr);
+}
 
 json toJson(const Diagnostics& ds) {
     json a = json::array();
