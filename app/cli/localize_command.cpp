@@ -122,7 +122,8 @@ int runLocalize(std::span<const std::string_view> args) {
                       << done.error().toString() << "\n";
         }
     }
-    if (!result.problems.empty() || result.cancelled) {
+    // A divergence that could not be replayed is no answer: never "nothing introduced".
+    if (!result.problems.empty() || result.cancelled || result.undetermined()) {
         return kExitBadInput;
     }
     return result.introduced() ? kExitDivergent : kExitOk;

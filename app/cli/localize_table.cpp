@@ -53,7 +53,11 @@ void LocalizeTable::conclusion(const LocalizeResult& r) {
     for (const auto& p : r.problems) {
         out_ << "\nerror: " << p.toString() << "\n";
     }
-    out_ << "\n" << (r.introduced() ? "INTRODUCED: " : "") << localizeConclusion(r) << "\n";
+    out_ << "\n"
+         << (r.introduced()     ? "INTRODUCED: "
+             : r.undetermined() ? "UNDETERMINED: "
+                                : "")
+         << localizeConclusion(r) << "\n";
 }
 
 } // namespace ttrace::cli

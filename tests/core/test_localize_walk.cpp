@@ -196,12 +196,24 @@ private slots:
         QCOMPARE(r.guiltyParameters, (Names{"layers.0.mlp"}));
     }
 
+    void unreplayableDivergencesAreUndetermined() {
+        const auto d = diffOf(kModules, everythingDiverges({"layers.1", "layers.1.attn"}));
+        ScriptedJudge judge{
+            {{"layers.1", Verdict::NotReplayable}, {"layers.1.attn", Verdict::NotReplayable}}, {}};
+        auto r = walkDivergence(d, std::ref(judge), {});
+        QVERIFY(!r.introduced());
+        QVERIFY(r.undetermined()); // never "nothing introduced"
+        ScriptedJudge agrees;
+        r = walkDivergence(d, std::ref(agrees), {});
+        QVERIFY(!r.introduced() && !r.undetermined());
+    }
+
     void cleanDiffsAskNothing() {
         const auto d = diffOf(kModules, {tensor("loss", TensorKind::ForwardOutput, 0, 0, 0.9)});
         ScriptedJudge judge;
         const auto r = walkDivergence(d, std::ref(judge), {});
         QVERIFY(judge.asked.empty());
-        QVERIFY(!r.start && !r.introduced());
+        QVERIFY(!r.start && !r.introduced() && !r.undetermined());
     }
 
     void anAgentFailureStopsTheWalk() {

@@ -89,6 +89,7 @@ std::string localizeResultToJson(const LocalizeResult& r, const LocalizeContext&
         {"guilty_phase", r.guiltyPhase ? json(localizePhaseName(*r.guiltyPhase)) : json(nullptr)},
         {"guilty_parameters", r.guiltyParameters},
         {"introduced", r.introduced()},
+        {"undetermined", r.undetermined()},
         {"conclusion", localizeConclusion(r)},
         {"problems", toJson(r.problems)},
         {"cancelled", r.cancelled},

@@ -63,6 +63,19 @@ struct LocalizeResult {
     double seconds = 0.0; // the whole walk
 
     [[nodiscard]] bool introduced() const { return !guilty.empty() || guiltyPhase.has_value(); }
+    // Something diverges, nothing was found introduced, and some suspect could not be
+    // replayed: the walk cannot say where the bug is (never reported as "nothing introduced").
+    [[nodiscard]] bool undetermined() const {
+        if (!start || introduced()) {
+            return false;
+        }
+        for (const auto& v : verdicts) {
+            if (v.verdict == Verdict::NotReplayable) {
+                return true;
+            }
+        }
+        return false;
+    }
 };
 
 } // namespace ttrace::replay
