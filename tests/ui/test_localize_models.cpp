@@ -144,6 +144,20 @@ private slots:
                  qPrintable(text));
     }
 
+    void undeterminedIsNeverNothingIntroduced() {
+        replay::LocalizeResult r;
+        r.start = replay::DivergenceStart{0, LocalizePhase::Forward};
+        r.verdicts.push_back(verdict("loss", Verdict::Inherited));
+        QVERIFY(localizeConclusion(r).contains("inherited"));
+        auto v = verdict("layers.0", Verdict::NotReplayable);
+        v.reason = "stochastic: dropout";
+        r.verdicts.push_back(v);
+        const QString text = localizeConclusion(r);
+        QVERIFY2(text.contains("undetermined") && text.contains("layers.0") &&
+                     text.contains("stochastic: dropout"),
+                 qPrintable(text));
+    }
+
     void cancelledWalkDropsReplayingMarks() {
         LocalizeVerdicts v;
         v.setReplaying("loss");
