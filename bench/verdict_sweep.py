@@ -92,6 +92,9 @@ def main(argv: list[str] | None = None) -> int:
     a.add_argument("--seeds", default="1,2,3,4")
     a.add_argument("--precisions", default="fp32,bf16")
     a.add_argument("--markdown", type=Path, default=None)
+    a.add_argument(
+        "--diff-only", action="store_true", help="only re-diff the bundles already under --out"
+    )
     args = a.parse_args(argv)
     seeds = [int(s) for s in args.seeds.split(",")]
     precs = args.precisions.split(",")
@@ -106,6 +109,9 @@ def main(argv: list[str] | None = None) -> int:
         if (p in precs and p != "fp8") or (p == "fp8" and seed == seeds[0])
     ]
     for seed, spec, p in cases:
+        done = (args.out / f"{spec.bug}-{p}-s{seed}" / "manifest.json").exists()
+        if args.diff_only and not done:
+            continue
         try:
             ref = _reference(args.out, spec, p, seed)
             cand = _candidate(args.out, ref, spec, p, seed)

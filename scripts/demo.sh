@@ -94,6 +94,7 @@ if [[ -n "${DISPLAY:-}${WAYLAND_DISPLAY:-}" ]]; then
   "${EXPLORER}" "${AGENT_ARGS[@]}" "${DEMO}/reference" "${DEMO}/candidate"
   exit 0
 fi
+# Headless, the explorer exits as `ttrace diff` does: 1 only says the demo's bug was found.
 "${EXPLORER}" --screenshot "${DEMO}/explorer.png" "${AGENT_ARGS[@]}" --localize all \
-  "${DEMO}/reference" "${DEMO}/candidate"
+  "${DEMO}/reference" "${DEMO}/candidate" || (($? == 1))
 log "no display: reports ${DEMO}/report.md and ${DEMO}/localize.md, JSON ${DEMO}/diff.json and ${DEMO}/localize.json, screenshot ${DEMO}/explorer.png (localized)"

@@ -18,7 +18,7 @@ struct LocalizeArgs {
     std::string tokenFile;
     std::vector<std::string> modules; // judge only these (no diff)
     std::optional<std::int64_t> iteration;
-    std::int64_t microBatch = 0;      // for named modules
+    std::int64_t microBatch = 0;                                  // for named modules
     replay::LocalizePhase phase = replay::LocalizePhase::Forward; // for named modules
     std::string json, markdown;
     ToleranceSettings tolerance;

@@ -32,7 +32,8 @@ std::vector<Suspect> namedSuspects(const LocalizeArgs& a, const AgentInfo& agent
     const std::int64_t iteration =
         a.iteration.value_or(agent.iterations.empty() ? 0 : agent.iterations.front());
     for (const auto& m : a.modules) {
-        out.push_back({m, iteration, a.phase == LocalizePhase::Step ? -1 : a.microBatch, a.phase, 0.0});
+        out.push_back(
+            {m, iteration, a.phase == LocalizePhase::Step ? -1 : a.microBatch, a.phase, 0.0});
     }
     return out;
 }
@@ -54,8 +55,9 @@ LocalizeResult runWalk(const LocalizeArgs& a, const AgentJudge& judge, const Age
     }
     if (hasErrors(diff.diagnostics)) {
         LocalizeResult r;
-        r.problems.push_back(makeError("bad-bundles", a.bundles[1],
-                                       "the bundles have errors (above): no reliable divergence to localize"));
+        r.problems.push_back(
+            makeError("bad-bundles", a.bundles[1],
+                      "the bundles have errors (above): no reliable divergence to localize"));
         return r;
     }
     table.diffLine(diff);
@@ -91,11 +93,13 @@ int runLocalize(std::span<const std::string_view> args) {
     ClientOptions options;
     options.endpoint = endpoint.value();
     options.token = token.value();
-    options.requestTimeout = std::chrono::milliseconds(static_cast<std::int64_t>(a.timeoutSeconds * 1000.0));
+    options.requestTimeout =
+        std::chrono::milliseconds(static_cast<std::int64_t>(a.timeoutSeconds * 1000.0));
     AgentClient client(options);
     const auto agent = client.hello().get();
     if (!agent) {
-        return fail("handshake with the agent at " + a.agent + " failed: " + agent.error().toString());
+        return fail("handshake with the agent at " + a.agent +
+                    " failed: " + agent.error().toString());
     }
     AgentJudgeOptions judgeOptions;
     judgeOptions.tolerance = a.tolerance;
@@ -104,7 +108,8 @@ int runLocalize(std::span<const std::string_view> args) {
     table.agentLine(agent.value(), a.agent);
     const auto result = runWalk(a, judge, agent.value(), table);
     table.conclusion(result);
-    const LocalizeContext context{a.bundles[0], a.bundles[1], options.endpoint, agent->agent, agent->worldSize};
+    const LocalizeContext context{a.bundles[0], a.bundles[1], options.endpoint, agent->agent,
+                                  agent->worldSize};
     if (!a.json.empty() && !writeFile(a.json, localizeResultToJson(result, context))) {
         return fail("cannot write " + a.json);
     }
@@ -113,10 +118,12 @@ int runLocalize(std::span<const std::string_view> args) {
     }
     if (a.shutdown) {
         if (const auto done = client.shutdownAgent().get(); !done) {
-            std::cerr << "ttrace localize: shutting the agent down failed: " << done.error().toString() << "\n";
+            std::cerr << "ttrace localize: shutting the agent down failed: "
+                      << done.error().toString() << "\n";
         }
     }
-    if (!result.problems.empty() || result.cancelled) {
+    // A divergence that could not be replayed is no answer: never "nothing introduced".
+    if (!result.problems.empty() || result.cancelled || result.undetermined()) {
         return kExitBadInput;
     }
     return result.introduced() ? kExitDivergent : kExitOk;

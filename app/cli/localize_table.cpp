@@ -41,8 +41,8 @@ void LocalizeTable::row(const ModuleVerdict& v) {
                              (v.suspect.module.empty() ? "(every parameter)" : v.suspect.module);
     out_ << "  " << std::left << std::setw(44) << name << std::setw(20)
          << localizePhaseName(v.suspect.phase) << std::setw(16) << verdictName(v.verdict)
-         << std::right << std::setw(12) << formatNumber(v.ratio) << std::setw(9)
-         << std::fixed << std::setprecision(2) << v.seconds << std::defaultfloat << "\n";
+         << std::right << std::setw(12) << formatNumber(v.ratio) << std::setw(9) << std::fixed
+         << std::setprecision(2) << v.seconds << std::defaultfloat << "\n";
     if (!v.reason.empty()) {
         out_ << "      " << v.reason << "\n";
     }
@@ -53,7 +53,11 @@ void LocalizeTable::conclusion(const LocalizeResult& r) {
     for (const auto& p : r.problems) {
         out_ << "\nerror: " << p.toString() << "\n";
     }
-    out_ << "\n" << (r.introduced() ? "INTRODUCED: " : "") << localizeConclusion(r) << "\n";
+    out_ << "\n"
+         << (r.introduced()     ? "INTRODUCED: "
+             : r.undetermined() ? "UNDETERMINED: "
+                                : "")
+         << localizeConclusion(r) << "\n";
 }
 
 } // namespace ttrace::cli

@@ -48,7 +48,8 @@ int main(int argc, char** argv) {
     parser.setApplicationDescription(
         QStringLiteral("Explore where a distributed training run diverges from its reference.\n"
                        "With --screenshot/--markdown: load, write the files, print their paths "
-                       "and exit (0 ok, 2 a bundle is broken, 1 other failure)."));
+                       "and exit as `ttrace diff` does (0 clean, 1 divergent, 2 invalid input or a file that "
+                       "cannot be written)."));
     parser.addHelpOption();
     parser.addVersionOption();
     const QCommandLineOption screenshot(

@@ -13,6 +13,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 from bench.bug_specs import SPECS  # noqa: E402
+from bench.verdict_sweep import judge  # noqa: E402
 from bench.zoo_lib import CONFIGS, TTRACE, diff, matches, run_candidate, run_reference  # noqa: E402
 
 from examples.gpt import bugs  # noqa: E402
@@ -56,6 +57,15 @@ def test_bug_is_detected_and_localized(tmp_path: Path, reference: Path, bug: str
         f"{bug}: localized to {v.located!r}, expected {spec.where!r} "
         f"(forward {v.first_forward}, backward {v.first_backward}, introduced {v.introduced})"
     )
+    # The verdict one can act on: the guilty module introduced, at most one other, and the
+    # hint naming the bug's class.
+    verdict = judge(spec, v.report, v.exit_code)
+    assert verdict["guilty_introduced"] and len(verdict["extra"]) <= 1, verdict
+    assert verdict["hint"] == bug, verdict
+    if bug == "sp-norm-grad-not-reduced":
+        first = v.report["first_divergence"]
+        assert (first["iteration"], first["phase"]) == (0, "gradient_reduction"), first
+        assert "layernorm" in first["module"], first
 
 
 def test_tied_embedding_not_synced(tmp_path: Path) -> None:

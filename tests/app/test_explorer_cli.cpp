@@ -1,5 +1,6 @@
 // The command line: `ttrace-explorer --screenshot FILE --markdown FILE REF CAND` writes both,
-// prints their paths and exits 0; a broken bundle exits 2 with the problem on stderr.
+// prints their paths and the verdict, and exits as `ttrace diff` does: 1 for the demo's
+// divergence; a broken bundle exits 2 with the problem on stderr.
 #include <QImage>
 #include <QProcess>
 #include <QTemporaryDir>
@@ -22,7 +23,8 @@ private slots:
                 {"--screenshot", png, "--markdown", md, demo + "/reference", demo + "/candidate"});
         QVERIFY(p.waitForFinished(120000));
         const QString out = QString::fromUtf8(p.readAllStandardOutput());
-        QVERIFY2(p.exitCode() == 0, qPrintable(out + p.readAllStandardError()));
+        QVERIFY2(p.exitCode() == 1, qPrintable(out + p.readAllStandardError()));
+        QVERIFY2(out.contains("divergent"), qPrintable(out));
         QVERIFY2(out.contains(png), qPrintable(out));
         QVERIFY(out.contains(md));
         const QImage image(png);

@@ -33,8 +33,9 @@ ClientOptions optionsFor(const ScriptedAgent& agent) {
 }
 
 ScriptedAgent::Frames replayFrames(const json& request) {
-    const json tensors = json::array({rowShardEntry("nominal", request.at("module"), 0, 0, 1, 2, 3, 1),
-                                      rowShardEntry("nominal", request.at("module"), 1, 1, 1, 2, 3, 2)});
+    const json tensors =
+        json::array({rowShardEntry("nominal", request.at("module"), 0, 0, 1, 2, 3, 1),
+                     rowShardEntry("nominal", request.at("module"), 1, 1, 1, 2, 3, 2)});
     auto frames = ScriptedAgent::reply(request, {{"seconds", 0.01}, {"tensors", tensors}});
     const auto a = floatBytes({1, 2, 3});
     const auto b = floatBytes({4, 5, 6});
@@ -68,7 +69,8 @@ ReplayRequest request(const std::string& module = "layers.0") {
     return r;
 }
 
-template <typename T> Result<T> waitFor(std::future<Result<T>> f, std::chrono::seconds limit = 20s) {
+template <typename T>
+Result<T> waitFor(std::future<Result<T>> f, std::chrono::seconds limit = 20s) {
     if (f.wait_for(limit) != std::future_status::ready) {
         qFatal("a client request did not complete: the client hangs");
     }
@@ -149,7 +151,8 @@ private slots:
         });
         AgentClient client(optionsFor(agent));
         expectError(waitFor(client.replay(request("busy"))), ErrorCode::Busy);
-        expectError(waitFor(client.replay(request("drop"))), ErrorCode::NotReplayable, "stochastic");
+        expectError(waitFor(client.replay(request("drop"))), ErrorCode::NotReplayable,
+                    "stochastic");
     }
 
     void silentAgentTimesOutAndLateRepliesAreDropped() {
@@ -256,7 +259,8 @@ private slots:
                 return {ScriptedAgent::reply(r, {{"pad", std::string(4096, 'x')}})};
             }
             if (r.at("module") == "total") {
-                auto frames = ScriptedAgent::reply(r, {{"seconds", 0.0}, {"tensors", json::array()}});
+                auto frames =
+                    ScriptedAgent::reply(r, {{"seconds", 0.0}, {"tensors", json::array()}});
                 frames.emplace_back(40 * 1024, 'x');
                 frames.emplace_back(40 * 1024, 'y');
                 return {frames};
@@ -270,11 +274,13 @@ private slots:
         o.maxReplyBytes = 64 * 1024;
         AgentClient client(o);
         expectError(waitFor(client.replay(request("header"))), ErrorCode::ReplyTooLarge, "header");
-        expectError(waitFor(client.replay(request("total"))), ErrorCode::ReplyTooLarge, "limit is 65536");
+        expectError(waitFor(client.replay(request("total"))), ErrorCode::ReplyTooLarge,
+                    "limit is 65536");
         // ZeroMQ drops the connection before reading a frame over the limit.
         expectError(waitFor(client.replay(request("frame"))), ErrorCode::Unreachable, "limit");
         // It reconnects: the next reply is read (and refused for its size) again.
-        expectError(waitFor(client.replay(request("total"))), ErrorCode::ReplyTooLarge, "limit is 65536");
+        expectError(waitFor(client.replay(request("total"))), ErrorCode::ReplyTooLarge,
+                    "limit is 65536");
     }
 
     void truncatedAndGarbageRepliesAreErrors() {
@@ -289,14 +295,17 @@ private slots:
                 return {{std::string("\x00\x01garbage", 9)}};
             }
             if (m == "no-id") {
-                return {{json{{"protocol", 1}, {"id", nullptr}, {"status", "error"},
+                return {{json{{"protocol", 1},
+                              {"id", nullptr},
+                              {"status", "error"},
                               {"error", {{"code", "malformed"}, {"message", "not JSON"}}}}
                              .dump()}};
             }
             return {replayFrames(r)};
         });
         AgentClient client(optionsFor(agent));
-        expectError(waitFor(client.replay(request("truncated"))), ErrorCode::BadReply, "payload frames");
+        expectError(waitFor(client.replay(request("truncated"))), ErrorCode::BadReply,
+                    "payload frames");
         expectError(waitFor(client.replay(request("garbage"))), ErrorCode::BadReply, "JSON");
         expectError(waitFor(client.replay(request("no-id"))), ErrorCode::Malformed, "not JSON");
         QVERIFY(waitFor(client.replay(request("fine"))).ok());
@@ -314,7 +323,8 @@ private slots:
     }
 
     void endpointsAndTokenFiles() {
-        QCOMPARE(endpointFromHostPort("127.0.0.1:5555").value(), std::string("tcp://127.0.0.1:5555"));
+        QCOMPARE(endpointFromHostPort("127.0.0.1:5555").value(),
+                 std::string("tcp://127.0.0.1:5555"));
         QCOMPARE(endpointFromHostPort("[::1]:80").value(), std::string("tcp://[::1]:80"));
         for (const char* bad : {"host", ":5", "h:0", "h:70000", "h:5x", "a/b:5", "h;rm:5"}) {
             QVERIFY2(!endpointFromHostPort(bad).ok(), bad);
@@ -333,9 +343,12 @@ private slots:
         };
         QCOMPARE(readTokenFile(write("good", kToken + "\n")).value(), kToken);
         expectError(readTokenFile(write("short", "abcd\n")), ErrorCode::TokenFile, "64 hex digits");
-        expectError(readTokenFile(write("nothex", std::string(64, 'g'))), ErrorCode::TokenFile, "hex");
-        expectError(readTokenFile(write("big", std::string(5000, 'a'))), ErrorCode::TokenFile, "larger");
-        expectError(readTokenFile(dir.filePath("absent").toStdString()), ErrorCode::TokenFile, "cannot be read");
+        expectError(readTokenFile(write("nothex", std::string(64, 'g'))), ErrorCode::TokenFile,
+                    "hex");
+        expectError(readTokenFile(write("big", std::string(5000, 'a'))), ErrorCode::TokenFile,
+                    "larger");
+        expectError(readTokenFile(dir.filePath("absent").toStdString()), ErrorCode::TokenFile,
+                    "cannot be read");
     }
 };
 

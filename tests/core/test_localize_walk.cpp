@@ -34,8 +34,9 @@ DiffResult diffOf(const std::vector<std::string>& modules, std::vector<TensorRes
     return d;
 }
 
-const std::vector<std::string> kModules{"embedding", "layers.0", "layers.0.attn", "layers.0.mlp",
-                                        "layers.1", "layers.1.attn", "layers.1.mlp", "loss"};
+const std::vector<std::string> kModules{"embedding",    "layers.0", "layers.0.attn",
+                                        "layers.0.mlp", "layers.1", "layers.1.attn",
+                                        "layers.1.mlp", "loss"};
 
 // Every module's forward output (and backward grads) diverges, from micro-batch 1 on.
 std::vector<TensorResult> everythingDiverges(const std::vector<std::string>& modules) {
@@ -88,14 +89,17 @@ private slots:
         QCOMPARE(start->phase, LocalizePhase::Backward); // a diverging input alone does not count
         QCOMPARE(phaseOf({"nominal", 2, -1, "x", TensorKind::Parameter, "w"}),
                  (DivergenceStart{1, LocalizePhase::Step}));
-        QVERIFY(!firstDivergence(diffOf(kModules, {tensor("loss", TensorKind::ForwardOutput, 0, 0, 0.9)})));
+        QVERIFY(!firstDivergence(
+            diffOf(kModules, {tensor("loss", TensorKind::ForwardOutput, 0, 0, 0.9)})));
     }
 
     void inheritedRootsAreNotDescendedInto() {
         const auto d = diffOf(kModules, everythingDiverges(kModules));
         ScriptedJudge judge{{{"embedding", Verdict::Introduced}}, {}};
         std::vector<std::string> seen;
-        const auto r = walkDivergence(d, std::ref(judge), {[&](const ModuleVerdict& v) { seen.push_back(v.suspect.module); }, {}});
+        const auto r =
+            walkDivergence(d, std::ref(judge),
+                           {[&](const ModuleVerdict& v) { seen.push_back(v.suspect.module); }, {}});
         QCOMPARE(judge.names(), (Names{"embedding", "layers.0", "layers.1", "loss"}));
         QCOMPARE(seen, judge.names());
         QCOMPARE(r.guilty, (Names{"embedding"}));
@@ -107,19 +111,23 @@ private slots:
     }
 
     void introducedRootsAreNarrowedToTheirIntroducedChildren() {
-        std::vector<std::string> divergent{"layers.0", "layers.0.attn", "layers.0.mlp", "layers.1",
-                                           "layers.1.attn", "layers.1.mlp", "loss"};
+        std::vector<std::string> divergent{"layers.0", "layers.0.attn", "layers.0.mlp",
+                                           "layers.1", "layers.1.attn", "layers.1.mlp",
+                                           "loss"};
         const auto d = diffOf(kModules, everythingDiverges(divergent));
-        ScriptedJudge judge{{{"layers.0", Verdict::Introduced}, {"layers.0.mlp", Verdict::Introduced}}, {}};
+        ScriptedJudge judge{
+            {{"layers.0", Verdict::Introduced}, {"layers.0.mlp", Verdict::Introduced}}, {}};
         const auto r = walkDivergence(d, std::ref(judge), {});
-        QCOMPARE(judge.names(), (Names{"layers.0", "layers.0.attn", "layers.0.mlp", "layers.1", "loss"}));
+        QCOMPARE(judge.names(),
+                 (Names{"layers.0", "layers.0.attn", "layers.0.mlp", "layers.1", "loss"}));
         QCOMPARE(r.guilty, (Names{"layers.0.mlp"}));
         QCOMPARE(r.verdicts[1].level, 1);
         QCOMPARE(r.verdicts[0].level, 0);
     }
 
     void anIntroducedRootWithInheritedChildrenIsGuiltyItself() {
-        const auto d = diffOf(kModules, everythingDiverges({"layers.1", "layers.1.attn", "layers.1.mlp", "loss"}));
+        const auto d = diffOf(
+            kModules, everythingDiverges({"layers.1", "layers.1.attn", "layers.1.mlp", "loss"}));
         ScriptedJudge judge{{{"layers.1", Verdict::Introduced}}, {}};
         const auto r = walkDivergence(d, std::ref(judge), {});
         QCOMPARE(judge.names(), (Names{"layers.1", "layers.1.attn", "layers.1.mlp", "loss"}));
@@ -127,8 +135,10 @@ private slots:
     }
 
     void notReplayableRootsAreJudgedThroughTheirChildren() {
-        const auto d = diffOf(kModules, everythingDiverges({"layers.1", "layers.1.attn", "layers.1.mlp"}));
-        ScriptedJudge judge{{{"layers.1", Verdict::NotReplayable}, {"layers.1.attn", Verdict::Introduced}}, {}};
+        const auto d =
+            diffOf(kModules, everythingDiverges({"layers.1", "layers.1.attn", "layers.1.mlp"}));
+        ScriptedJudge judge{
+            {{"layers.1", Verdict::NotReplayable}, {"layers.1.attn", Verdict::Introduced}}, {}};
         const auto r = walkDivergence(d, std::ref(judge), {});
         QCOMPARE(judge.names(), (Names{"layers.1", "layers.1.attn", "layers.1.mlp"}));
         QCOMPARE(r.guilty, (Names{"layers.1.attn"}));
@@ -163,6 +173,7 @@ private slots:
         QCOMPARE(agrees.asked[0].module, std::string());
         QCOMPARE(agrees.asked[0].phase, LocalizePhase::Step); // the step is what is replayed
         QCOMPARE(r.start->phase, LocalizePhase::Reduction);
+        QCOMPARE(agrees.asked[0].diffRatio, 40.0); // the worst main_grad of that iteration
         QCOMPARE(r.guiltyPhase, std::optional(LocalizePhase::Reduction));
         QCOMPARE(r.guiltyParameters, (Names{"embedding", "layers.0.mlp"}));
         QVERIFY(r.guilty.empty() && r.introduced());
@@ -185,12 +196,24 @@ private slots:
         QCOMPARE(r.guiltyParameters, (Names{"layers.0.mlp"}));
     }
 
+    void unreplayableDivergencesAreUndetermined() {
+        const auto d = diffOf(kModules, everythingDiverges({"layers.1", "layers.1.attn"}));
+        ScriptedJudge judge{
+            {{"layers.1", Verdict::NotReplayable}, {"layers.1.attn", Verdict::NotReplayable}}, {}};
+        auto r = walkDivergence(d, std::ref(judge), {});
+        QVERIFY(!r.introduced());
+        QVERIFY(r.undetermined()); // never "nothing introduced"
+        ScriptedJudge agrees;
+        r = walkDivergence(d, std::ref(agrees), {});
+        QVERIFY(!r.introduced() && !r.undetermined());
+    }
+
     void cleanDiffsAskNothing() {
         const auto d = diffOf(kModules, {tensor("loss", TensorKind::ForwardOutput, 0, 0, 0.9)});
         ScriptedJudge judge;
         const auto r = walkDivergence(d, std::ref(judge), {});
         QVERIFY(judge.asked.empty());
-        QVERIFY(!r.start && !r.introduced());
+        QVERIFY(!r.start && !r.introduced() && !r.undetermined());
     }
 
     void anAgentFailureStopsTheWalk() {
@@ -210,7 +233,8 @@ private slots:
 
         ScriptedJudge judge;
         int checks = 0;
-        const auto cancelled = walkDivergence(d, std::ref(judge), {{}, [&] { return ++checks > 2; }});
+        const auto cancelled =
+            walkDivergence(d, std::ref(judge), {{}, [&] { return ++checks > 2; }});
         QVERIFY(cancelled.cancelled);
         QCOMPARE(judge.asked.size(), std::size_t{2});
     }

@@ -30,7 +30,8 @@ std::vector<double> baseValues() {
 std::vector<float> jittered(const std::vector<double>& values, double scale, int seed) {
     std::vector<float> out(values.size());
     for (std::size_t i = 0; i < values.size(); ++i) {
-        const double noise = std::sin(static_cast<double>(i * 7 + static_cast<std::size_t>(seed) * 131));
+        const double noise =
+            std::sin(static_cast<double>(i * 7 + static_cast<std::size_t>(seed) * 131));
         out[i] = static_cast<float>(values[i] * (1.0 + scale * noise));
     }
     return out;
@@ -46,7 +47,8 @@ FullTensor fullTensor(const std::vector<double>& values) {
     return t;
 }
 
-Placement rows(std::int64_t start, std::int64_t n, Combine combine = Combine::Copy, std::int64_t partial = 0) {
+Placement rows(std::int64_t start, std::int64_t n, Combine combine = Combine::Copy,
+               std::int64_t partial = 0) {
     Placement p;
     p.globalShape = {kRows, kCols};
     p.combine = combine;
@@ -55,7 +57,8 @@ Placement rows(std::int64_t start, std::int64_t n, Combine combine = Combine::Co
     return p;
 }
 
-ReplayShard shard(const std::string& variant, int rank, Placement p, Shape local, const float* data) {
+ReplayShard shard(const std::string& variant, int rank, Placement p, Shape local,
+                  const float* data) {
     ReplayShard s;
     s.id = kId.withVariant(variant);
     s.shard.rank = rank;
@@ -72,7 +75,8 @@ ReplayShard shard(const std::string& variant, int rank, Placement p, Shape local
 void addRowSplit(ReplayReply& reply, const std::string& variant, const std::vector<float>& v) {
     const std::int64_t half = kRows / 2;
     reply.shards.push_back(shard(variant, 0, rows(0, half), {half, kCols}, v.data()));
-    reply.shards.push_back(shard(variant, 1, rows(half, half), {half, kCols}, v.data() + half * kCols));
+    reply.shards.push_back(
+        shard(variant, 1, rows(half, half), {half, kCols}, v.data() + half * kCols));
 }
 
 ReferenceLookup lookupOf(const FullTensor& reference) {
@@ -104,7 +108,8 @@ private slots:
         QCOMPARE(t.floorSamples.size(), std::size_t{2});
         QCOMPARE(t.tolerance.source, std::string("empirical"));
         // The tolerance is exactly the empirical rule over the measured samples.
-        const double expected = empiricalTolerance(0.0, noiseFloor(t.floorSamples), machineEpsilon(DType::Float32));
+        const double expected =
+            empiricalTolerance(0.0, noiseFloor(t.floorSamples), machineEpsilon(DType::Float32));
         QCOMPARE(t.tolerance.value, expected);
         QVERIFY(t.floorSamples[0] > 1e-6 && t.floorSamples[0] < 1e-5);
         QVERIFY2(t.ratio < 1.0, std::to_string(t.ratio).c_str());
@@ -126,7 +131,8 @@ private slots:
         for (auto& s : reply.shards) {
             if (s.id.variant != "nominal" && s.shard.rank == 1) {
                 float zero = 0.0f;
-                std::memcpy(s.shard.raw.data() + (1 * kCols + 3) * sizeof(float), &zero, sizeof zero);
+                std::memcpy(s.shard.raw.data() + (1 * kCols + 3) * sizeof(float), &zero,
+                            sizeof zero);
             }
         }
         const auto j = judgeReplay(reply, lookupOf(fullTensor(base)), kFp32);
@@ -163,8 +169,10 @@ private slots:
             half2[i] = static_cast<float>(base[i] * 0.75);
         }
         ReplayReply reply;
-        reply.shards.push_back(shard("nominal", 0, rows(0, kRows, Combine::Sum, 0), {kRows, kCols}, half1.data()));
-        reply.shards.push_back(shard("nominal", 1, rows(0, kRows, Combine::Sum, 1), {kRows, kCols}, half2.data()));
+        reply.shards.push_back(
+            shard("nominal", 0, rows(0, kRows, Combine::Sum, 0), {kRows, kCols}, half1.data()));
+        reply.shards.push_back(
+            shard("nominal", 1, rows(0, kRows, Combine::Sum, 1), {kRows, kCols}, half2.data()));
         const auto j = judgeReplay(reply, lookupOf(fullTensor(base)), kFp32);
         QCOMPARE(j.tensors.size(), std::size_t{1});
         // No perturbed replays: the analytic bound of one layer stands in.
@@ -178,7 +186,8 @@ private slots:
         const auto base = baseValues();
         const auto v = jittered(base, 0.0, 1);
         ReplayReply hole;
-        hole.shards.push_back(shard("nominal", 0, rows(0, kRows / 2), {kRows / 2, kCols}, v.data()));
+        hole.shards.push_back(
+            shard("nominal", 0, rows(0, kRows / 2), {kRows / 2, kCols}, v.data()));
         auto j = judgeReplay(hole, lookupOf(fullTensor(base)), kFp32);
         QVERIFY(!j.judgeable);
         std::string reason;

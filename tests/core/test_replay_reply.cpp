@@ -23,13 +23,15 @@ struct Reply {
 // Two row shards of a [2, 3] tensor from ranks 0 and 1.
 Reply goodReply() {
     Reply r;
-    r.header = replayHeader(7, json::array({rowShardEntry("nominal", "layers.0", 0, 0, 1, 2, 3, 1),
-                                            rowShardEntry("nominal", "layers.0", 1, 1, 1, 2, 3, 2)}));
+    r.header =
+        replayHeader(7, json::array({rowShardEntry("nominal", "layers.0", 0, 0, 1, 2, 3, 1),
+                                     rowShardEntry("nominal", "layers.0", 1, 1, 1, 2, 3, 2)}));
     r.payloads = {floatBytes({1, 2, 3}), floatBytes({4, 5, 6})};
     return r;
 }
 
-Result<ReplayReply> parseReplay(const std::string& text, const std::vector<std::vector<std::byte>>& payloads) {
+Result<ReplayReply> parseReplay(const std::string& text,
+                                const std::vector<std::vector<std::byte>>& payloads) {
     auto header = ReplyHeader::parse(text);
     if (!header) {
         return header.error();
@@ -68,14 +70,24 @@ private slots:
         QTest::addColumn<Mutation>("mutate");
         QTest::addColumn<QString>("expected"); // a piece of the message naming the problem
         auto entry = [](Reply& r) -> json& { return r.header["tensors"][0]; };
-        QTest::newRow("bytes disagree with shape") << Mutation([=](Reply& r) { entry(r)["bytes"] = 8; }) << "needs 12 bytes";
-        QTest::newRow("payload shorter than shape") << Mutation([](Reply& r) { r.payloads[0].resize(8); }) << "holds 8";
-        QTest::newRow("payload longer than shape") << Mutation([](Reply& r) { r.payloads[0].resize(16); }) << "holds 16";
-        QTest::newRow("missing payload frame") << Mutation([](Reply& r) { r.payloads.pop_back(); }) << "carries 1 payload frames";
-        QTest::newRow("extra payload frame") << Mutation([](Reply& r) { r.payloads.push_back(floatBytes({1})); }) << "carries 3 payload";
-        QTest::newRow("frame reused") << Mutation([=](Reply& r) { r.header["tensors"][1]["frame"] = 1; }) << "unused payload frame";
-        QTest::newRow("frame zero") << Mutation([=](Reply& r) { entry(r)["frame"] = 0; }) << "frame 0";
-        QTest::newRow("frame past the end") << Mutation([=](Reply& r) { entry(r)["frame"] = 9; }) << "frame 9";
+        QTest::newRow("bytes disagree with shape")
+            << Mutation([=](Reply& r) { entry(r)["bytes"] = 8; }) << "needs 12 bytes";
+        QTest::newRow("payload shorter than shape")
+            << Mutation([](Reply& r) { r.payloads[0].resize(8); }) << "holds 8";
+        QTest::newRow("payload longer than shape")
+            << Mutation([](Reply& r) { r.payloads[0].resize(16); }) << "holds 16";
+        QTest::newRow("missing payload frame")
+            << Mutation([](Reply& r) { r.payloads.pop_back(); }) << "carries 1 payload frames";
+        QTest::newRow("extra payload frame")
+            << Mutation([](Reply& r) { r.payloads.push_back(floatBytes({1})); })
+            << "carries 3 payload";
+        QTest::newRow("frame reused")
+            << Mutation([=](Reply& r) { r.header["tensors"][1]["frame"] = 1; })
+            << "unused payload frame";
+        QTest::newRow("frame zero")
+            << Mutation([=](Reply& r) { entry(r)["frame"] = 0; }) << "frame 0";
+        QTest::newRow("frame past the end")
+            << Mutation([=](Reply& r) { entry(r)["frame"] = 9; }) << "frame 9";
         QTest::newRow("box outside global shape") << Mutation([=](Reply& r) {
             entry(r)["boxes"] = json::array({json::array({0, 2, 1, 0, 0, 3})});
         }) << "outside";
@@ -95,23 +107,35 @@ private slots:
         QTest::newRow("shape overflows int64 bytes") << Mutation([=](Reply& r) {
             entry(r)["shape"] = {std::int64_t{1} << 40, std::int64_t{1} << 40};
         }) << "implausibly large";
-        QTest::newRow("global shape overflows") << Mutation([=](Reply& r) {
-            entry(r)["global_shape"] = {std::int64_t{1} << 62, 8};
-        }) << "implausibly large";
-        QTest::newRow("negative shape") << Mutation([=](Reply& r) { entry(r)["shape"] = {-1, 3}; }) << "non-negative";
-        QTest::newRow("shape of strings") << Mutation([=](Reply& r) { entry(r)["shape"] = {"1", "3"}; }) << "list of integers";
+        QTest::newRow("global shape overflows")
+            << Mutation([=](Reply& r) { entry(r)["global_shape"] = {std::int64_t{1} << 62, 8}; })
+            << "implausibly large";
+        QTest::newRow("negative shape")
+            << Mutation([=](Reply& r) { entry(r)["shape"] = {-1, 3}; }) << "non-negative";
+        QTest::newRow("shape of strings")
+            << Mutation([=](Reply& r) { entry(r)["shape"] = {"1", "3"}; }) << "list of integers";
         QTest::newRow("unsigned beyond int64") << Mutation([=](Reply& r) {
             entry(r)["bytes"] = std::numeric_limits<std::uint64_t>::max();
         }) << "out of range";
-        QTest::newRow("unknown dtype") << Mutation([=](Reply& r) { entry(r)["dtype"] = "float128"; }) << "unknown dtype";
-        QTest::newRow("unknown kind") << Mutation([=](Reply& r) { entry(r)["kind"] = "activation"; }) << "unknown tensor kind";
-        QTest::newRow("unknown combine") << Mutation([=](Reply& r) { entry(r)["combine"] = "mean"; }) << "unknown combine";
-        QTest::newRow("unknown placement") << Mutation([=](Reply& r) { entry(r)["placement"] = "tiles"; }) << "unknown placement";
-        QTest::newRow("rank negative") << Mutation([=](Reply& r) { entry(r)["rank"] = -3; }) << "out of range";
-        QTest::newRow("module not a string") << Mutation([=](Reply& r) { entry(r)["module"] = 5; }) << "'module' must be a string";
-        QTest::newRow("entry not an object") << Mutation([](Reply& r) { r.header["tensors"][0] = 3; }) << "not an object";
-        QTest::newRow("tensors not a list") << Mutation([](Reply& r) { r.header["tensors"] = "x"; }) << "'tensors' must be a list";
-        QTest::newRow("seconds missing") << Mutation([](Reply& r) { r.header.erase("seconds"); }) << "'seconds' is missing";
+        QTest::newRow("unknown dtype")
+            << Mutation([=](Reply& r) { entry(r)["dtype"] = "float128"; }) << "unknown dtype";
+        QTest::newRow("unknown kind")
+            << Mutation([=](Reply& r) { entry(r)["kind"] = "activation"; })
+            << "unknown tensor kind";
+        QTest::newRow("unknown combine")
+            << Mutation([=](Reply& r) { entry(r)["combine"] = "mean"; }) << "unknown combine";
+        QTest::newRow("unknown placement")
+            << Mutation([=](Reply& r) { entry(r)["placement"] = "tiles"; }) << "unknown placement";
+        QTest::newRow("rank negative")
+            << Mutation([=](Reply& r) { entry(r)["rank"] = -3; }) << "out of range";
+        QTest::newRow("module not a string")
+            << Mutation([=](Reply& r) { entry(r)["module"] = 5; }) << "'module' must be a string";
+        QTest::newRow("entry not an object")
+            << Mutation([](Reply& r) { r.header["tensors"][0] = 3; }) << "not an object";
+        QTest::newRow("tensors not a list")
+            << Mutation([](Reply& r) { r.header["tensors"] = "x"; }) << "'tensors' must be a list";
+        QTest::newRow("seconds missing")
+            << Mutation([](Reply& r) { r.header.erase("seconds"); }) << "'seconds' is missing";
         QTest::newRow("flat ranges bad rows") << Mutation([=](Reply& r) {
             entry(r)["placement"] = "flat";
             entry(r)["flat_ranges"] = json::array({json::array({0, 0})});
@@ -139,17 +163,23 @@ private slots:
         QTest::newRow("not json") << QByteArray("hello agent");
         QTest::newRow("truncated json") << QByteArray("{\"protocol\": 1, \"id\": 3, \"stat");
         QTest::newRow("array") << QByteArray("[1,2,3]");
-        QTest::newRow("invalid utf8") << QByteArray("{\"protocol\":1,\"id\":1,\"status\":\"\xff\xfe\"}");
+        QTest::newRow("invalid utf8")
+            << QByteArray("{\"protocol\":1,\"id\":1,\"status\":\"\xff\xfe\"}");
         QTest::newRow("deep nesting") << QByteArray(100000, '[');
-        QTest::newRow("deep objects") << (QByteArray("{\"a\":").repeated(5000) + "1" + QByteArray("}").repeated(5000));
-        QTest::newRow("status unknown") << QByteArray("{\"protocol\":1,\"id\":1,\"status\":\"maybe\"}");
-        QTest::newRow("id a string") << QByteArray("{\"protocol\":1,\"id\":\"1\",\"status\":\"ok\"}");
+        QTest::newRow("deep objects")
+            << (QByteArray("{\"a\":").repeated(5000) + "1" + QByteArray("}").repeated(5000));
+        QTest::newRow("status unknown")
+            << QByteArray("{\"protocol\":1,\"id\":1,\"status\":\"maybe\"}");
+        QTest::newRow("id a string")
+            << QByteArray("{\"protocol\":1,\"id\":\"1\",\"status\":\"ok\"}");
         QTest::newRow("protocol missing") << QByteArray("{\"id\":1,\"status\":\"ok\"}");
-        QTest::newRow("error without object") << QByteArray("{\"protocol\":1,\"id\":1,\"status\":\"error\"}");
+        QTest::newRow("error without object")
+            << QByteArray("{\"protocol\":1,\"id\":1,\"status\":\"error\"}");
     }
     void garbageHeadersAreRejected() {
         QFETCH(QByteArray, text);
-        auto header = ReplyHeader::parse(std::string_view(text.constData(), static_cast<std::size_t>(text.size())));
+        auto header = ReplyHeader::parse(
+            std::string_view(text.constData(), static_cast<std::size_t>(text.size())));
         if (header.ok()) {
             // Parsable envelopes that carry no usable error must still not be a success.
             QVERIFY(header->envelope().error.has_value());
@@ -162,13 +192,16 @@ private slots:
 
     void agentErrorsKeepTheirCode() {
         const auto header = ReplyHeader::parse(
-            "{\"protocol\":1,\"id\":4,\"status\":\"error\",\"error\":{\"code\":\"not_replayable\",\"message\":\"stochastic: draws random numbers\"}}");
+            "{\"protocol\":1,\"id\":4,\"status\":\"error\",\"error\":{\"code\":\"not_replayable\","
+            "\"message\":\"stochastic: draws random numbers\"}}");
         QVERIFY(header.ok());
         QCOMPARE(*header->envelope().id, std::int64_t{4});
         QCOMPARE(header->envelope().error->code, ErrorCode::NotReplayable);
-        QCOMPARE(header->envelope().error->message, std::string("stochastic: draws random numbers"));
-        const auto unknown = ReplyHeader::parse(
-            "{\"protocol\":1,\"id\":4,\"status\":\"error\",\"error\":{\"code\":\"timeout\",\"message\":\"x\"}}");
+        QCOMPARE(header->envelope().error->message,
+                 std::string("stochastic: draws random numbers"));
+        const auto unknown =
+            ReplyHeader::parse("{\"protocol\":1,\"id\":4,\"status\":\"error\",\"error\":{\"code\":"
+                               "\"timeout\",\"message\":\"x\"}}");
         // A client-side code name coming from the network is not taken at its word.
         QCOMPARE(unknown->envelope().error->code, ErrorCode::UnknownAgentError);
         const auto busy = ReplyHeader::parse("{\"protocol\":1,\"id\":5,\"status\":\"busy\"}");

@@ -193,6 +193,21 @@ private slots:
         QCOMPARE(r.firstForwardDivergence.value_or(""), std::string("embed"));
         QCOMPARE(r.module("layer.norm")->origin, Origin::Introduced); // param_grad clean
     }
+    void wrongBackwardSeedIsIntroducedAtTheLastModule() {
+        // The schedule scales the loss gradient: the last module's output gradient is wrong
+        // although no module produced it, and everything before inherits.
+        DiffResult r;
+        r.tensors = {
+            tensor("head", TensorKind::ForwardOutput, 0.2),
+            tensor("head", TensorKind::OutputGrad, 900.0),
+            tensor("head", TensorKind::InputGrad, 900.0),
+            tensor("layer.fc2", TensorKind::OutputGrad, 850.0),
+            tensor("layer.fc2", TensorKind::InputGrad, 800.0),
+        };
+        assembleVerdicts(r, modules());
+        QCOMPARE(r.module("head")->origin, Origin::Introduced);
+        QCOMPARE(r.module("layer.fc2")->origin, Origin::Inherited);
+    }
     void severityOrderAndExitCodes() {
         QVERIFY(severity(Status::Invalid) > severity(Status::Missing));
         QVERIFY(severity(Status::Missing) > severity(Status::Divergent));

@@ -120,6 +120,15 @@ def replay_every_module(
     the reference within its measured replay floor: the replay judgement's false-alarm check."""
     modules = [m["name"] for m in json.loads((job.bundle / "manifest.json").read_text())["modules"]]
     problems: list[str] = []
+    wrong = work / "wrong.token"
+    wrong.write_text("ab" * 32 + "\n")
+    refused = subprocess.run(
+        [str(ttrace), "localize", str(reference), str(job.bundle), "--agent", address,
+         "--token-file", str(wrong), "--module", modules[0]],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    if refused.returncode != 2 or "unauthenticated" not in refused.stderr:
+        problems.append(f"a wrong token: exit {refused.returncode}, {refused.stderr!r}")
     for phase in ("forward", "backward"):
         report = work / f"every-{phase}.json"
         named = [arg for m in modules for arg in ("--module", m)]

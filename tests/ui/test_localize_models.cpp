@@ -3,6 +3,7 @@
 // warnings, the headline's first divergence in time, and the agent target. Every model runs
 // under QAbstractItemModelTester.
 #include "ttrace/replay/localize_walk.h"
+#include "ttrace/verdict.h"
 #include "ttrace/ui/models/agent_target.h"
 #include "ttrace/ui/models/layer_tree_model.h"
 #include "ttrace/ui/models/localize_summary.h"
@@ -80,6 +81,17 @@ DiffResult demoLikeDiff() {
     return d;
 }
 
+// What the engine does after comparing: module roll-ups and the timeline the headline reads.
+DiffResult assembled(DiffResult d) {
+    std::vector<ModuleInfo> infos;
+    for (const auto& m : d.modules) {
+        infos.push_back({m.name, m.order, 0, "T"});
+    }
+    d.modules.clear();
+    assembleVerdicts(d, infos);
+    return d;
+}
+
 } // namespace
 
 class TestLocalizeModels : public QObject {
@@ -141,6 +153,20 @@ private slots:
         QCOMPARE(walk.guiltyModules().size(), std::size_t{2});
         const QString text = localizeConclusion(r);
         QVERIFY2(text.contains("gradient reduction") && text.contains("final_layernorm"),
+                 qPrintable(text));
+    }
+
+    void undeterminedIsNeverNothingIntroduced() {
+        replay::LocalizeResult r;
+        r.start = replay::DivergenceStart{0, LocalizePhase::Forward};
+        r.verdicts.push_back(verdict("loss", Verdict::Inherited));
+        QVERIFY(localizeConclusion(r).contains("inherited"));
+        auto v = verdict("layers.0", Verdict::NotReplayable);
+        v.reason = "stochastic: dropout";
+        r.verdicts.push_back(v);
+        const QString text = localizeConclusion(r);
+        QVERIFY2(text.contains("undetermined") && text.contains("layers.0") &&
+                     text.contains("stochastic: dropout"),
                  qPrintable(text));
     }
 
@@ -208,14 +234,16 @@ private slots:
     }
 
     void headlineIsTheFirstDivergenceInTime() {
-        const DiffResult d = demoLikeDiff();
+        const DiffResult d = assembled(demoLikeDiff());
         const StoryHeadline h = storyHeadline(d);
         QVERIFY(h.divergent);
         QCOMPARE(h.iteration, std::int64_t{0});
         QCOMPARE(h.phase, QStringLiteral("gradient reduction"));
         QCOMPARE(h.module, QStringLiteral("layers.0.input_layernorm")); // first in module order
         QCOMPARE(h.kind, TensorKind::MainGrad);
-        QCOMPARE(h.tensor, std::optional<std::size_t>(4));
+        QVERIFY(h.tensor.has_value());
+        QCOMPARE(d.tensors[*h.tensor].id.module, std::string("layers.0.input_layernorm"));
+        QCOMPARE(d.tensors[*h.tensor].id.kind, TensorKind::MainGrad);
         QCOMPARE(h.ranks, (QList<int>{0, 2}));
         QVERIFY(h.replicasDisagree);
         QCOMPARE(h.alsoInPhase, QStringList{"final_layernorm"});
@@ -238,9 +266,15 @@ private slots:
         d.modules = {module("a", 0), module("b", 1)};
         d.tensors.push_back(tensor("a", TensorKind::InputGrad, 0, 1, 5.0));
         d.tensors.push_back(tensor("b", TensorKind::InputGrad, 0, 1, 3.0));
-        d.tensors.push_back(tensor("b", TensorKind::OutputGrad, 0, 0, 9.0)); // consumed: skipped
-        const StoryHeadline h = storyHeadline(d);
+        // Micro-batch 0's gradient arriving at b is earlier in time than micro-batch 1's.
+        d.tensors.push_back(tensor("b", TensorKind::OutputGrad, 0, 0, 9.0));
+        StoryHeadline h = storyHeadline(assembled(d));
         QCOMPARE(h.phase, QStringLiteral("backward"));
+        QCOMPARE(h.module, QStringLiteral("b"));
+        QCOMPARE(h.microBatch, std::int64_t{0});
+        QCOMPARE(h.kind, TensorKind::OutputGrad);
+        d.tensors.pop_back();
+        h = storyHeadline(assembled(d));
         QCOMPARE(h.module, QStringLiteral("b")); // gradients reach b first
         QCOMPARE(h.microBatch, std::int64_t{1});
     }
@@ -256,7 +290,7 @@ private slots:
             d.tensors.push_back(tensor(m, TensorKind::ForwardOutput, 0, 1, 20.0));
         }
         d.tensors.push_back(tensor("loss", TensorKind::ForwardOutput, 1, 0, 20.0)); // later
-        const StoryHeadline h = storyHeadline(d);
+        const StoryHeadline h = storyHeadline(assembled(d));
         QCOMPARE(h.module, QStringLiteral("layers.1.mlp.fc1"));
         QCOMPARE(h.phase, QStringLiteral("forward"));
         QCOMPARE(h.microBatch, std::int64_t{1});

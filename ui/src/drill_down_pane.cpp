@@ -29,6 +29,25 @@ QString pillStyle(const QColor& color) {
         .arg(color.name(), contrastingText(color).name());
 }
 
+// What the core found about this tensor beyond its numbers: the error's shape and the bug
+// class it suggests (divergent), or why it could not be compared (invalid, missing).
+QString diagnosisText(const TensorResult& t) {
+    QStringList lines;
+    for (const auto& s : t.signatures) {
+        lines << QStringLiteral("Error shape: %1 (%2)").arg(qstr(s.summary), qstr(s.evidence));
+    }
+    if (!t.hint.text.empty()) {
+        lines << QStringLiteral("Likely bug class: %1%2")
+                     .arg(t.hint.bugClass.empty() ? QString() : qstr(t.hint.bugClass) + ": ",
+                          qstr(t.hint.text));
+    }
+    if (!t.invalid.empty()) {
+        lines << QStringLiteral("Why %1: %2").arg(qstr(statusName(t.status)),
+                                                  qstr(t.invalid.toString()));
+    }
+    return lines.join('\n');
+}
+
 } // namespace
 
 DrillDownPane::DrillDownPane(const LayerTreeModel* model, QWidget* parent)
@@ -37,6 +56,7 @@ DrillDownPane::DrillDownPane(const LayerTreeModel* model, QWidget* parent)
     , title_(new QLabel(this))
     , subtitle_(new QLabel(this))
     , status_(new QLabel(this))
+    , diagnosis_(new QLabel(this))
     , histogram_(new ErrorHistogramPlot(this))
     , history_(new RatioHistoryPlot(this))
     , shards_(new ShardErrorPlot(this))
@@ -52,12 +72,17 @@ DrillDownPane::DrillDownPane(const LayerTreeModel* model, QWidget* parent)
     subtitle_->setTextInteractionFlags(Qt::TextSelectableByMouse);
     subtitle_->setStyleSheet(QStringLiteral("color: #4b5563;"));
     status_->setVisible(false);
+    diagnosis_->setObjectName(QStringLiteral("diagnosis"));
+    diagnosis_->setWordWrap(true);
+    diagnosis_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    diagnosis_->setVisible(false);
 
     auto* header = new QHBoxLayout;
     auto* titles = new QVBoxLayout;
     titles->setSpacing(2);
     titles->addWidget(title_);
     titles->addWidget(subtitle_);
+    titles->addWidget(diagnosis_);
     header->addLayout(titles, 1);
     header->addWidget(status_, 0, Qt::AlignTop);
 
@@ -91,6 +116,7 @@ void DrillDownPane::showTensor(std::optional<std::size_t> tensor) {
         title_->setText(tr("No tensor selected"));
         subtitle_->setText(tr("Select a cell in the layer tree to see its error distribution."));
         status_->setVisible(false);
+        diagnosis_->setVisible(false);
         histogram_->setHistogram(nullptr);
         history_->setPoints({});
         shards_->setShards({}, 0.0);
@@ -107,7 +133,7 @@ void DrillDownPane::showTensor(std::optional<std::size_t> tensor) {
                            .arg(qstr(dtypeName(t.dtype)), qstr(shapeToString(t.shape)),
                                 formatScientific(t.metrics.relError),
                                 formatScientific(t.tolerance.value), qstr(t.tolerance.source)));
-    const bool bad = t.status == Status::Divergent || t.status == Status::Invalid;
+    const bool bad = isFlagged(t.status);
     if (t.status == Status::Invalid || t.status == Status::Missing) {
         status_->setText(qstr(statusName(t.status)).toUpper());
     } else if (bad) {
@@ -117,6 +143,9 @@ void DrillDownPane::showTensor(std::optional<std::size_t> tensor) {
     }
     status_->setStyleSheet(pillStyle(heatColor(t.status, t.ratio)));
     status_->setVisible(true);
+    const QString diagnosis = diagnosisText(t);
+    diagnosis_->setText(diagnosis);
+    diagnosis_->setVisible(!diagnosis.isEmpty());
 
     histogram_->setHistogram(&t.histogram);
     std::vector<RatioPoint> points;

@@ -2,7 +2,9 @@
 
 #include "ttrace/ui/headline_bar.h"
 #include "ttrace/ui/main_window.h"
+#include "ttrace/ui/models/layer_tree_model.h"
 #include "ttrace/ui/problems_banner.h"
+#include "ttrace/verdict.h"
 
 #include <QFile>
 #include <QFileInfo>
@@ -33,16 +35,16 @@ HeadlessExport::HeadlessExport(MainWindow* window, QString screenshot, QString m
 void HeadlessExport::onLoadingFinished(bool ok) {
     // Let the selection, layouts and plots settle before rendering.
     QTimer::singleShot(0, this, [this, ok] {
-        exitCode_ = ok ? 0 : 2;
+        // The same verdict and exit status as `ttrace diff` (exitCodeFor); no result at all
+        // (a bundle that cannot be opened) is invalid input too.
+        const DiffResult* result = window_->model()->results().final();
+        exitCode_ = result ? exitCodeFor(*result) : 2;
         if (!ok) {
             QString text = window_->problemsBanner()->text().trimmed();
             if (text.isEmpty()) {
                 text = window_->headlineBar()->conclusion(); // a localize that failed
             }
             printLine(stderr, text.isEmpty() ? tr("loading did not finish") : text);
-            if (window_->problemsBanner()->lines().isEmpty()) {
-                exitCode_ = 1; // cancelled, not broken
-            }
         }
         if (!screenshot_.isEmpty()) {
             QString error;
@@ -50,7 +52,7 @@ void HeadlessExport::onLoadingFinished(bool ok) {
                 printLine(stdout, QFileInfo(screenshot_).absoluteFilePath());
             } else {
                 printLine(stderr, error);
-                exitCode_ = exitCode_ == 0 ? 1 : exitCode_;
+                exitCode_ = 2;
             }
         }
         if (!markdown_.isEmpty()) {
@@ -60,8 +62,11 @@ void HeadlessExport::onLoadingFinished(bool ok) {
                 printLine(stdout, QFileInfo(markdown_).absoluteFilePath());
             } else {
                 printLine(stderr, QStringLiteral("%1: %2").arg(markdown_, file.errorString()));
-                exitCode_ = exitCode_ == 0 ? 1 : exitCode_;
+                exitCode_ = 2;
             }
+        }
+        if (result) {
+            printLine(stdout, QString::fromUtf8(runVerdictName(runVerdict(*result))));
         }
         done_ = true;
         emit finished(exitCode_);

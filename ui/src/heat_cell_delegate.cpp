@@ -99,7 +99,7 @@ void HeatCellDelegate::paintCell(QPainter* painter, const QStyleOptionViewItem& 
         painter->fillRect(tile, fill);
         QFont font = option.font;
         font.setItalic(aggregate);
-        if (status == Status::Divergent || status == Status::Invalid) {
+        if (isFlagged(status)) {
             font.setBold(!aggregate);
         }
         painter->setFont(font);

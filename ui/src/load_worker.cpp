@@ -2,6 +2,8 @@
 
 #include "ttrace/bundle.h"
 
+#include <exception>
+
 #include <QElapsedTimer>
 
 #include <mutex>
@@ -56,57 +58,57 @@ LoadWorker::LoadWorker(QObject* parent)
 
 void LoadWorker::run(quint64 job, const QString& reference, const QString& candidate,
                      const DiffOptions& options, const CancelFlag& cancel) {
-    // Progress of the three phases mapped onto one bar: each open 10 %, the diff the rest.
+    // The worker thread is the boundary: whatever escapes the engine is shown with its reason
+    // instead of ending the thread (and the application) silently.
+    try {
+        runDiff(job, reference, candidate, options, cancel);
+    } catch (const std::exception& e) {
+        emit problemsFound(job, {makeError("internal-error", "loading", e.what())}, true);
+    } catch (...) {
+        emit problemsFound(job, {makeError("internal-error", "loading", "unknown exception")},
+                           true);
+    }
+}
+
+void LoadWorker::runDiff(quint64 job, const QString& reference, const QString& candidate,
+                         const DiffOptions& options, const CancelFlag& cancel) {
     // Throttled to whole permille steps: the engine reports once per tensor.
     auto lastPermille = std::make_shared<std::atomic<int>>(-1);
-    const auto phase = [this, job, cancel, lastPermille](double start, double width) {
-        return [this, job, cancel, lastPermille, start, width](double fraction,
-                                                               std::string_view what) {
-            const double total = start + width * fraction;
-            const int permille = static_cast<int>(total * 1000.0);
-            if (lastPermille->exchange(permille) != permille) {
-                emit progress(job, total,
-                              QString::fromUtf8(what.data(), static_cast<qsizetype>(what.size())));
-            }
-            return !cancel->load();
-        };
-    };
-    const auto opened = [&](const QString& dir, double start) {
-        return openBundle(std::filesystem::path(dir.toStdString()), phase(start, 0.1));
-    };
-
-    emit progress(job, 0.0, tr("Opening %1").arg(reference));
-    auto ref = opened(reference, 0.0);
-    auto cand = opened(candidate, 0.1);
-    if (cancel->load() || ref.cancelled || cand.cancelled) {
-        emit cancelled(job);
-        return;
-    }
-    Diagnostics problems = ref.diagnostics;
-    problems.insert(problems.end(), cand.diagnostics.begin(), cand.diagnostics.end());
-    if (ref.bundle && cand.bundle) {
-        emit metadataReady(job, ref.bundle->manifest(), cand.bundle->manifest());
-    } else if (ref.bundle || cand.bundle) {
-        const auto& m = ref.bundle ? ref.bundle->manifest() : cand.bundle->manifest();
-        emit metadataReady(job, m, m);
-    }
-    const bool fatal = !ref.ok() || !cand.ok();
-    if (!problems.empty() || fatal) {
-        emit problemsFound(job, problems, fatal);
-    }
-    if (fatal) {
-        return;
-    }
-
     ResultBatcher batcher(
         [this, job](std::vector<TensorResult> batch) { emit tensorsCompared(job, batch); });
-    auto result = std::make_shared<DiffResult>(
-        diffBundles(*ref.bundle, *cand.bundle, options, phase(0.2, 0.8),
-                    [&batcher](const TensorResult& t) { batcher.add(t); }));
+    DiffCallbacks callbacks;
+    callbacks.progress = [this, job, cancel, lastPermille](double total, std::string_view what) {
+        const int permille = static_cast<int>(total * 1000.0);
+        if (lastPermille->exchange(permille) != permille) {
+            emit progress(job, total,
+                          QString::fromUtf8(what.data(), static_cast<qsizetype>(what.size())));
+        }
+        return !cancel->load();
+    };
+    callbacks.onTensor = [&batcher](const TensorResult& t) { batcher.add(t); };
+    bool fatal = false;
+    callbacks.onOpened = [this, job, &fatal](const Manifest* ref, const Manifest* cand,
+                                             const Diagnostics& problems) {
+        if (ref || cand) {
+            emit metadataReady(job, ref ? *ref : *cand, cand ? *cand : *ref);
+        }
+        // Only a bundle that cannot be opened at all stops the comparison.
+        fatal = !ref || !cand;
+        if (!problems.empty() || fatal) {
+            emit problemsFound(job, problems, fatal);
+        }
+    };
+    emit progress(job, 0.0, tr("Opening %1").arg(reference));
+    auto result = std::make_shared<DiffResult>(diffBundleDirs(
+        std::filesystem::path(reference.toStdString()),
+        std::filesystem::path(candidate.toStdString()), options, callbacks));
     batcher.finish();
     if (cancel->load() || result->cancelled) {
         emit cancelled(job);
         return;
+    }
+    if (fatal) {
+        return; // reported when opened; the controller has stopped this job
     }
     emit progress(job, 1.0, tr("Done"));
     emit finished(job, std::shared_ptr<const DiffResult>(std::move(result)));

@@ -18,6 +18,8 @@
 #include "ttrace/ui/warnings_dock.h"
 #include "ttrace/ui/widget_png.h"
 
+#include <algorithm>
+
 #include <QAction>
 #include <QApplication>
 #include <QClipboard>
@@ -344,7 +346,14 @@ void MainWindow::onMetadata(const Manifest& reference, const Manifest& candidate
 
 void MainWindow::onProblems(const Diagnostics& problems, bool fatal) {
     shownProblems_.insert(shownProblems_.end(), problems.begin(), problems.end());
-    problems_->setProblems(fatal ? tr("Cannot compare these bundles: a bundle is broken.")
+    // The headline names the first error itself: "a bundle is broken" alone says nothing.
+    const auto firstError = std::find_if(problems.begin(), problems.end(), [](const Diagnostic& d) {
+        return d.severity == Severity::Error;
+    });
+    const QString reason = firstError == problems.end()
+                               ? tr("a bundle cannot be opened")
+                               : QString::fromStdString(firstError->toString());
+    problems_->setProblems(fatal ? tr("Cannot compare these bundles: %1").arg(reason)
                                  : tr("Problems found while opening the bundles."),
                            shownProblems_);
 }

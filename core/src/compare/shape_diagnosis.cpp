@@ -247,10 +247,22 @@ std::vector<ShapeSignature> diagnoseShape(const DiagnosisInput& in) {
         add(slicePermutation(slices, in, bound));
         add(sliceLocal(slices, in, bound));
     }
-    if (out.empty()) {
-        add(zeroedRows(in.reference, in.candidate, bound.tolerance, error));
-        add(transposed(in.reference, in.candidate, bound.tolerance, error));
-        add(rowPermutation(in.reference, in.candidate, bound.tolerance, error));
+    // Row signatures are more specific than "some slices wrong" (zeroed rows of one rank's
+    // vocabulary range are both), so they are tried then too, and listed first.
+    const bool onlyLocal = out.size() == 1 && out.front().kind == SignatureKind::SliceLocal;
+    if (out.empty() || onlyLocal) {
+        std::vector<ShapeSignature> rows;
+        auto addRow = [&rows](std::optional<ShapeSignature> sig) {
+            if (sig) {
+                rows.push_back(std::move(*sig));
+            }
+        };
+        addRow(zeroedRows(in.reference, in.candidate, bound.tolerance, error));
+        addRow(transposed(in.reference, in.candidate, bound.tolerance, error));
+        if (rows.empty()) {
+            addRow(rowPermutation(in.reference, in.candidate, bound.tolerance, error));
+        }
+        out.insert(out.begin(), rows.begin(), rows.end());
     }
     return out;
 }

@@ -12,19 +12,24 @@ std::string formatFactor(double value) {
 }
 
 std::string nameFactor(double factor, const ParallelSizes& parallel) {
+    // Every name that fits: with tp = micro_batches = 2 an x2 cannot say which it is.
     auto near = [factor](double k) { return std::abs(factor / k - 1.0) < 0.01; };
+    std::string names;
     for (const auto& [name, size] : parallel) {
         if (size <= 1) {
             continue;
         }
-        if (near(size)) {
-            return " (= " + name + ")";
-        }
-        if (near(1.0 / size)) {
-            return " (= 1/" + name + ")";
+        const double n = size;
+        const std::string fit = near(n)                    ? name
+                                : near(1.0 / n)            ? "1/" + name
+                                : near(std::sqrt(n))       ? "sqrt(" + name + ")"
+                                : near(1.0 / std::sqrt(n)) ? "1/sqrt(" + name + ")"
+                                                           : "";
+        if (!fit.empty()) {
+            names += " = " + fit;
         }
     }
-    return {};
+    return names.empty() ? std::string() : " (" + names.substr(1) + ")";
 }
 
 std::string rankList(const std::vector<int>& ranks) {

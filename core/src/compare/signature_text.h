@@ -11,7 +11,8 @@ namespace ttrace {
 
 // 3 significant digits, e.g. "0.5", "2", "1.25e-05".
 std::string formatFactor(double value);
-// " (= 1/dp)" when the factor is a parallel size or its inverse (within 1%), else "".
+// " (= 1/dp)" when the factor is a parallel size, its inverse or its square root (within 1%;
+// every name that fits, " (= tp = micro_batches)"), else "".
 std::string nameFactor(double factor, const ParallelSizes& parallel);
 // "rank 1" / "ranks 0, 2".
 std::string rankList(const std::vector<int>& ranks);

@@ -108,6 +108,23 @@ std::optional<NoiseFloor> carriedFor(const ComparisonContext& ctx, const TensorI
     return it == ctx.carried.end() ? std::nullopt : std::optional<NoiseFloor>(it->second);
 }
 
+// Replicas that disagree: the merged tensor shows only the lowest rank, so a wrong copy on
+// another rank is judged by its own piece's error (only then: a subset of a clean tensor is
+// noisier than the whole and must not raise false alarms on its own).
+double replicaRatio(const TensorResult& r, const FullTensor& cand) {
+    double worst = 0.0;
+    if (!hasFinding(r.findings, "replica-disagree")) {
+        return worst;
+    }
+    for (std::size_t s = 0; s < r.metrics.shards.size(); ++s) {
+        if (cand.shards[s].placement.combine != Combine::Sum) {
+            worst =
+                std::max(worst, toleranceRatio(r.metrics.shards[s].relError, r.tolerance.value));
+        }
+    }
+    return worst;
+}
+
 } // namespace
 
 std::optional<NoiseFloor> stateFloor(const ComparisonContext& ctx, const TensorId& id) {
@@ -179,17 +196,7 @@ TensorResult compareTensor(const ComparisonContext& ctx, const TensorId& id) {
     r.tolerance = deriveTolerance(ctx.tolerance, in);
     r.metrics = computeMetrics(*ref.tensor, *cand.tensor);
     r.ratio = toleranceRatio(r.metrics.relError, r.tolerance.value);
-    // Replicas that disagree: the merged tensor shows only the lowest rank, so a wrong copy on
-    // another rank is judged by its own piece's error (only then: a subset of a clean tensor
-    // is noisier than the whole and must not raise false alarms on its own).
-    if (hasFinding(r.findings, "replica-disagree")) {
-        for (std::size_t s = 0; s < r.metrics.shards.size(); ++s) {
-            if (cand.tensor->shards[s].placement.combine != Combine::Sum) {
-                r.ratio = std::max(r.ratio,
-                                   toleranceRatio(r.metrics.shards[s].relError, r.tolerance.value));
-            }
-        }
-    }
+    r.ratio = std::max(r.ratio, replicaRatio(r, *cand.tensor));
     r.status = verdictFor(r.ratio);
     if (r.status == Status::Divergent) {
         diagnose(ctx, *ref.tensor, *cand.tensor, r);

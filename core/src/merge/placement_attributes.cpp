@@ -3,7 +3,9 @@
 namespace ttrace {
 namespace {
 
-bool inRange(std::int64_t v) { return v >= 0 && v <= kMaxLogicalElements; }
+bool inRange(std::int64_t v) {
+    return v >= 0 && v <= kMaxLogicalElements;
+}
 
 // Negative values are left to checkPlacement, which names the box; only sizes that could
 // overflow its sums are stopped here.
@@ -36,16 +38,19 @@ bool readBoxes(const PlacementAttributes& a, Placement& p, PlacementProblem& pro
     }
     const auto& values = *a.boxes;
     // A 1-D array is one box (h5py writes a single row that way).
-    const std::int64_t width = a.boxesWidth ? *a.boxesWidth : static_cast<std::int64_t>(values.size());
+    const std::int64_t width =
+        a.boxesWidth ? *a.boxesWidth : static_cast<std::int64_t>(values.size());
     if (width != 3 * ndim || (ndim > 0 && values.size() % static_cast<std::size_t>(width) != 0)) {
-        problem.message = "attribute 'boxes' must have shape [nbox, " + std::to_string(3 * ndim) + "]";
+        problem.message =
+            "attribute 'boxes' must have shape [nbox, " + std::to_string(3 * ndim) + "]";
         return false;
     }
     const std::size_t nbox = ndim == 0 ? 1 : values.size() / static_cast<std::size_t>(width);
     for (std::size_t b = 0; b < nbox; ++b) {
         Box box;
         for (std::int64_t d = 0; d < ndim; ++d) {
-            const std::size_t base = b * static_cast<std::size_t>(width) + static_cast<std::size_t>(3 * d);
+            const std::size_t base =
+                b * static_cast<std::size_t>(width) + static_cast<std::size_t>(3 * d);
             box.dims.push_back({values[base], values[base + 1], values[base + 2]});
         }
         p.boxes.push_back(std::move(box));

@@ -40,7 +40,8 @@ Result<std::string> endpointFromHostPort(std::string_view hostPort) {
     const auto host = hostPort.substr(0, colon);
     const auto portText = hostPort.substr(colon + 1);
     int port = 0;
-    const auto [end, ec] = std::from_chars(portText.data(), portText.data() + portText.size(), port);
+    const auto [end, ec] =
+        std::from_chars(portText.data(), portText.data() + portText.size(), port);
     if (ec != std::errc{} || end != portText.data() + portText.size() || port < 1 || port > 65535) {
         return bad();
     }
@@ -60,14 +61,17 @@ AgentClient::AgentClient(ClientOptions options)
 
 AgentClient::~AgentClient() = default;
 
-const ClientOptions& AgentClient::options() const { return loop_->options(); }
+const ClientOptions& AgentClient::options() const {
+    return loop_->options();
+}
 
 void AgentClient::hello(Completion<AgentInfo> done, CancelToken cancel) {
     const auto token = loop_->options().token;
     loop_->submit(
         "hello", [token](std::int64_t id) { return encodeRequest("hello", id, token); },
         loop_->options().handshakeTimeout, std::move(cancel), {},
-        finishWith<AgentInfo>(std::move(done), [](const Incoming& in) { return in.header.hello(); }));
+        finishWith<AgentInfo>(std::move(done),
+                              [](const Incoming& in) { return in.header.hello(); }));
 }
 
 void AgentClient::ping(Completion<PingReply> done, CancelToken cancel) {
@@ -75,7 +79,8 @@ void AgentClient::ping(Completion<PingReply> done, CancelToken cancel) {
     loop_->submit(
         "ping", [token](std::int64_t id) { return encodeRequest("ping", id, token); },
         loop_->options().handshakeTimeout, std::move(cancel), {},
-        finishWith<PingReply>(std::move(done), [](const Incoming& in) { return in.header.ping(); }));
+        finishWith<PingReply>(std::move(done),
+                              [](const Incoming& in) { return in.header.ping(); }));
 }
 
 void AgentClient::replay(const ReplayRequest& request, Completion<ReplayReply> done,
@@ -115,8 +120,8 @@ std::future<Result<PingReply>> AgentClient::ping(CancelToken cancel) {
     return std::move(future);
 }
 
-std::future<Result<ReplayReply>> AgentClient::replay(const ReplayRequest& request,
-                                                     CancelToken cancel, ProgressCallback progress) {
+std::future<Result<ReplayReply>>
+AgentClient::replay(const ReplayRequest& request, CancelToken cancel, ProgressCallback progress) {
     auto [done, future] = promised<ReplayReply>();
     replay(request, std::move(done), std::move(cancel), std::move(progress));
     return std::move(future);

@@ -15,7 +15,10 @@ bool agentCannotReplay(ErrorCode code) {
 
 AgentJudge::AgentJudge(AgentClient& client, const AgentInfo& agent, const Bundle& reference,
                        AgentJudgeOptions options)
-    : client_(client), agent_(agent), reference_(reference), options_(std::move(options)) {
+    : client_(client)
+    , agent_(agent)
+    , reference_(reference)
+    , options_(std::move(options)) {
     if (options_.variants.empty()) {
         options_.variants.emplace_back("nominal");
         for (const auto& v : reference.manifest().variants) {

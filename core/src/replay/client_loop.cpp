@@ -40,8 +40,8 @@ ClientLoop::~ClientLoop() {
 }
 
 void ClientLoop::submit(std::string what, std::function<std::string(std::int64_t)> encode,
-                               std::chrono::milliseconds timeout, CancelToken cancel,
-                               ProgressCallback progress, Finish finish) {
+                        std::chrono::milliseconds timeout, CancelToken cancel,
+                        ProgressCallback progress, Finish finish) {
     const std::lock_guard lock(mutex_);
     const std::int64_t id = nextId_++;
     Pending p;
@@ -68,8 +68,10 @@ bool ClientLoop::openSocket() {
         // Disconnections are watched so that a request whose connection dropped (the agent
         // exited, or sent a frame over the limit) fails at once instead of at its timeout.
         static std::atomic<int> monitors{0};
-        const std::string monitorAddress = "inproc://ttrace-agent-monitor-" + std::to_string(monitors++);
-        if (zmq_socket_monitor(socket_->handle(), monitorAddress.c_str(), ZMQ_EVENT_DISCONNECTED) != 0) {
+        const std::string monitorAddress =
+            "inproc://ttrace-agent-monitor-" + std::to_string(monitors++);
+        if (zmq_socket_monitor(socket_->handle(), monitorAddress.c_str(), ZMQ_EVENT_DISCONNECTED) !=
+            0) {
             throw zmq::error_t();
         }
         monitor_ = std::make_unique<zmq::socket_t>(context_, zmq::socket_type::pair);
@@ -143,11 +145,13 @@ void ClientLoop::watchConnection() {
     // A ROUTER routes a reply to the connection its request came on: after a drop, nothing
     // sent before it can be answered.
     for (const auto id : sent) {
-        complete(id, Error{ErrorCode::Unreachable,
-                           pending_.at(id).what + ": the connection to the agent at " +
-                               options_.endpoint + " dropped (the agent exited, or sent a frame over the " +
-                               std::to_string(std::max(options_.maxReplyBytes, options_.maxHeaderBytes)) +
-                               "-byte limit)"});
+        complete(
+            id,
+            Error{ErrorCode::Unreachable,
+                  pending_.at(id).what + ": the connection to the agent at " + options_.endpoint +
+                      " dropped (the agent exited, or sent a frame over the " +
+                      std::to_string(std::max(options_.maxReplyBytes, options_.maxHeaderBytes)) +
+                      "-byte limit)"});
     }
     // After a protocol error (such as a frame over ZMQ_MAXMSGSIZE) ZeroMQ does not reconnect
     // on its own: a fresh socket does, and serves the requests still unsent.
@@ -233,10 +237,10 @@ void ClientLoop::dispatch(std::vector<zmq::message_t> frames, std::uint64_t tota
         return; // a late reply to a request we gave up on
     }
     if (total > options_.maxReplyBytes) {
-        complete(id, Error{ErrorCode::ReplyTooLarge,
-                           "the reply to " + pending_.at(id).what + " has " +
-                               std::to_string(total) + " bytes (the limit is " +
-                               std::to_string(options_.maxReplyBytes) + ")"});
+        complete(id,
+                 Error{ErrorCode::ReplyTooLarge,
+                       "the reply to " + pending_.at(id).what + " has " + std::to_string(total) +
+                           " bytes (the limit is " + std::to_string(options_.maxReplyBytes) + ")"});
         return;
     }
     if (env.error) {
@@ -253,9 +257,10 @@ void ClientLoop::checkDeadlines() {
         if (p.cancel.cancelled()) {
             done.emplace_back(id, Error{ErrorCode::Cancelled, p.what + " was cancelled"});
         } else if (now >= p.deadline) {
-            const auto limit = std::chrono::duration_cast<std::chrono::milliseconds>(p.deadline - p.start);
-            done.emplace_back(id, Error{ErrorCode::Timeout, "no reply to " + p.what + " within " +
-                                                                seconds(limit)});
+            const auto limit =
+                std::chrono::duration_cast<std::chrono::milliseconds>(p.deadline - p.start);
+            done.emplace_back(id, Error{ErrorCode::Timeout,
+                                        "no reply to " + p.what + " within " + seconds(limit)});
         }
     }
     for (auto& [id, error] : done) {
@@ -275,9 +280,9 @@ void ClientLoop::keepAlive() {
         }
         if (now - since > options_.livenessTimeout) {
             lastHeard_ = now;
-            failAll({ErrorCode::Unreachable,
-                     "the agent at " + options_.endpoint + " stopped answering (no reply to pings for " +
-                         seconds(options_.livenessTimeout) + ")"});
+            failAll({ErrorCode::Unreachable, "the agent at " + options_.endpoint +
+                                                 " stopped answering (no reply to pings for " +
+                                                 seconds(options_.livenessTimeout) + ")"});
             return;
         }
     }
@@ -294,7 +299,9 @@ void ClientLoop::keepAlive() {
         pings_[id] = now;
     }
     lastPing_ = now;
-    std::erase_if(pings_, [&](const auto& entry) { return now - entry.second > options_.livenessTimeout + options_.pingInterval; });
+    std::erase_if(pings_, [&](const auto& entry) {
+        return now - entry.second > options_.livenessTimeout + options_.pingInterval;
+    });
 }
 
 void ClientLoop::failAll(const Error& error) {

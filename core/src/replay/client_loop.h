@@ -63,10 +63,10 @@ private:
     zmq::context_t context_;
     std::unique_ptr<zmq::socket_t> socket_;
     std::unique_ptr<zmq::socket_t> monitor_; // connection events of socket_
-    std::mutex mutex_; // guards queue_ and nextId_
+    std::mutex mutex_;                       // guards queue_ and nextId_
     std::deque<std::pair<std::int64_t, Pending>> queue_;
     std::int64_t nextId_ = 1;
-    std::map<std::int64_t, Pending> pending_; // owner thread only
+    std::map<std::int64_t, Pending> pending_;         // owner thread only
     std::map<std::int64_t, Clock::time_point> pings_; // liveness pings in flight
     std::optional<Error> broken_; // the socket could not be set up: every request fails so
     Clock::time_point lastHeard_{}, lastPing_{};

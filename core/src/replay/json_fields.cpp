@@ -75,7 +75,8 @@ std::optional<std::int64_t> Fields::integer(const char* name) {
     if (!v) {
         return std::nullopt;
     }
-    if (v->is_number_unsigned() && v->get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX)) {
+    if (v->is_number_unsigned() &&
+        v->get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX)) {
         problem_ = context_ + ": field '" + name + "' is out of range";
         return std::nullopt;
     }
@@ -92,9 +93,13 @@ std::optional<bool> Fields::boolean(const char* name) {
     return v ? std::optional(v->get<bool>()) : std::nullopt;
 }
 
-const Json* Fields::array(const char* name) { return field(name, &Json::is_array, "a list"); }
+const Json* Fields::array(const char* name) {
+    return field(name, &Json::is_array, "a list");
+}
 
-const Json* Fields::object(const char* name) { return field(name, &Json::is_object, "an object"); }
+const Json* Fields::object(const char* name) {
+    return field(name, &Json::is_object, "an object");
+}
 
 std::optional<std::vector<std::int64_t>> Fields::integers(const char* name) {
     const auto* v = array(name);
@@ -105,7 +110,8 @@ std::optional<std::vector<std::int64_t>> Fields::integers(const char* name) {
     out.reserve(v->size());
     for (const auto& x : *v) {
         if (!x.is_number_integer() ||
-            (x.is_number_unsigned() && x.get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX))) {
+            (x.is_number_unsigned() &&
+             x.get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX))) {
             problem_ = context_ + ": field '" + name + "' must be a list of integers";
             return std::nullopt;
         }
@@ -127,8 +133,9 @@ std::optional<std::vector<std::int64_t>> Fields::rows(const char* name, std::siz
             return std::nullopt;
         }
         for (const auto& x : row) {
-            if (!x.is_number_integer() || (x.is_number_unsigned() &&
-                                           x.get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX))) {
+            if (!x.is_number_integer() ||
+                (x.is_number_unsigned() &&
+                 x.get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX))) {
                 problem_ = context_ + ": field '" + name + "' must hold integers only";
                 return std::nullopt;
             }

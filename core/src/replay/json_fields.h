@@ -23,7 +23,8 @@ std::optional<Json> parseObject(std::string_view text, std::string& why);
 class Fields {
 public:
     Fields(const Json& object, std::string context)
-        : object_(object), context_(std::move(context)) {}
+        : object_(object)
+        , context_(std::move(context)) {}
 
     std::optional<std::string> string(const char* name);
     std::optional<std::int64_t> integer(const char* name);

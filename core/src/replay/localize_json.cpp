@@ -10,7 +10,9 @@ namespace {
 using nlohmann::json;
 
 // JSON has no infinity: non-finite numbers are written as null, meaning +inf (docs/diff-json.md).
-json num(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
+json num(double v) {
+    return std::isfinite(v) ? json(v) : json(nullptr);
+}
 
 json toJson(const Diagnostics& ds) {
     json a = json::array();
@@ -87,6 +89,7 @@ std::string localizeResultToJson(const LocalizeResult& r, const LocalizeContext&
         {"guilty_phase", r.guiltyPhase ? json(localizePhaseName(*r.guiltyPhase)) : json(nullptr)},
         {"guilty_parameters", r.guiltyParameters},
         {"introduced", r.introduced()},
+        {"undetermined", r.undetermined()},
         {"conclusion", localizeConclusion(r)},
         {"problems", toJson(r.problems)},
         {"cancelled", r.cancelled},

@@ -44,7 +44,21 @@ std::string localizeConclusion(const LocalizeResult& r) {
     if (!r.start) {
         return "nothing diverges";
     }
-    return "nothing introduced";
+    if (r.undetermined()) {
+        std::string text =
+            "not localized: the divergence (iteration " + std::to_string(r.start->iteration) +
+            ", " + std::string(localizePhaseName(r.start->phase)) + ") could not be replayed";
+        for (const auto& v : r.verdicts) {
+            if (v.verdict == Verdict::NotReplayable) {
+                text += "; " +
+                        (v.suspect.module.empty() ? std::string("the step") : v.suspect.module) +
+                        ": " + v.reason;
+                break; // the first reason; the table has them all
+            }
+        }
+        return text;
+    }
+    return "nothing introduced: every replayed module agrees given the reference's inputs";
 }
 
 std::string localizeResultToMarkdown(const LocalizeResult& r, const LocalizeContext& c) {

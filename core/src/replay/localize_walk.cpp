@@ -12,7 +12,8 @@ namespace {
 bool isPhaseOutput(LocalizePhase phase, TensorKind kind) {
     switch (phase) {
     case LocalizePhase::Forward: return kind == TensorKind::ForwardOutput;
-    case LocalizePhase::Backward: return kind == TensorKind::InputGrad || kind == TensorKind::ParamGrad;
+    case LocalizePhase::Backward:
+        return kind == TensorKind::InputGrad || kind == TensorKind::ParamGrad;
     case LocalizePhase::Reduction: return kind == TensorKind::MainGrad;
     case LocalizePhase::Step:
         return kind == TensorKind::ParamAfterStep || kind == TensorKind::OptimizerState;
@@ -31,7 +32,9 @@ std::map<std::string, int> moduleOrder(const DiffResult& diff) {
 class Walker {
 public:
     Walker(const JudgeFn& judge, const WalkCallbacks& callbacks, LocalizeResult& result)
-        : judge_(judge), callbacks_(callbacks), result_(result) {}
+        : judge_(judge)
+        , callbacks_(callbacks)
+        , result_(result) {}
 
     // Judges one suspect; false once the walk must stop (cancelled or aborted).
     bool judge(const Suspect& s, int level, ModuleVerdict& out) {
@@ -97,6 +100,11 @@ void walkOptimizer(const DiffResult& diff, const DivergenceStart& start, Walker&
     s.iteration = start.iteration;
     s.microBatch = -1;
     s.phase = LocalizePhase::Step; // what is replayed; start.phase says what is suspected
+    for (const auto& t : diff.tensors) {
+        if (t.id.iteration == start.iteration && isPhaseOutput(start.phase, t.id.kind)) {
+            s.diffRatio = std::max(s.diffRatio, t.ratio);
+        }
+    }
     ModuleVerdict v;
     if (!walker.judge(s, 0, v)) {
         return;
@@ -165,7 +173,8 @@ std::optional<DivergenceStart> firstDivergence(const DiffResult& diff) {
         // What a phase consumes (forward inputs, output gradients) diverges only because
         // something produced it wrong, or because the job was fed other data: the walk starts
         // where something was produced wrong.
-        const bool consumed = t.id.kind == TensorKind::ForwardInput || t.id.kind == TensorKind::OutputGrad;
+        const bool consumed =
+            t.id.kind == TensorKind::ForwardInput || t.id.kind == TensorKind::OutputGrad;
         if (t.status == Status::Divergent && !consumed) {
             const auto p = phaseOf(t.id);
             if (!first || p < *first) {
@@ -210,8 +219,8 @@ std::vector<Suspect> suspectsAt(const DiffResult& diff, const DivergenceStart& s
 std::string parentAmong(const std::string& module, const std::vector<std::string>& names) {
     std::string best;
     for (const auto& n : names) {
-        const bool ancestor = module.size() > n.size() + 1 && module.starts_with(n) &&
-                              module[n.size()] == '.';
+        const bool ancestor =
+            module.size() > n.size() + 1 && module.starts_with(n) && module[n.size()] == '.';
         if (ancestor && n.size() > best.size()) {
             best = n;
         }

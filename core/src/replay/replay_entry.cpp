@@ -9,7 +9,9 @@ namespace {
 
 constexpr std::size_t kMaxDims = 32;
 
-Error badReply(std::string message) { return {ErrorCode::BadReply, std::move(message)}; }
+Error badReply(std::string message) {
+    return {ErrorCode::BadReply, std::move(message)};
+}
 
 // prod(shape) * itemsize, or nothing when it overflows (shape values are already >= 0).
 std::optional<std::uint64_t> byteSize(const Shape& shape, std::size_t itemsize) {
@@ -82,6 +84,32 @@ std::optional<Placement> parsePlacement(json::Fields& f, const json::Json& entry
     return p;
 }
 
+// The payload frame an entry names: within the reply, not taken by another entry, and
+// exactly prod(shape) * itemsize bytes, as the entry's `bytes` must say too.
+const std::span<const std::byte>* payloadOf(std::int64_t frame, std::int64_t bytes,
+                                            const Shape& shape, DType dtype,
+                                            std::span<const std::span<const std::byte>> payloads,
+                                            std::set<std::int64_t>& used, std::string& why) {
+    if (frame < 1 || static_cast<std::uint64_t>(frame) > payloads.size() ||
+        !used.insert(frame).second) {
+        why = "frame " + std::to_string(frame) +
+              " does not name an unused payload frame (the reply has " +
+              std::to_string(payloads.size()) + ")";
+        return nullptr;
+    }
+    const auto expected = byteSize(shape, dtypeSize(dtype));
+    const auto& payload = payloads[static_cast<std::size_t>(frame - 1)];
+    if (!expected || bytes < 0 || static_cast<std::uint64_t>(bytes) != *expected ||
+        payload.size() != *expected) {
+        why = "shape " + shapeToString(shape) + " of " + std::string(dtypeName(dtype)) + " needs " +
+              (expected ? std::to_string(*expected) : std::string("more than 2^64")) +
+              " bytes; the entry says " + std::to_string(bytes) + ", frame " +
+              std::to_string(frame) + " holds " + std::to_string(payload.size());
+        return nullptr;
+    }
+    return &payload;
+}
+
 // One entry; `payloads` are frames 1..n, `used` collects the frame indices taken.
 std::optional<ReplayShard> parseEntry(const json::Json& entry, std::size_t i,
                                       std::span<const std::span<const std::byte>> payloads,
@@ -94,7 +122,7 @@ std::optional<ReplayShard> parseEntry(const json::Json& entry, std::size_t i,
     json::Fields f(entry, where);
     auto id = parseIdentity(f, why);
     const auto rank = f.integer("rank");
-    const auto dtypeName = f.string("dtype");
+    const auto dtypeText = f.string("dtype");
     const auto shape = f.integers("shape");
     const auto globalShape = f.integers("global_shape");
     const auto frame = f.integer("frame");
@@ -108,9 +136,9 @@ std::optional<ReplayShard> parseEntry(const json::Json& entry, std::size_t i,
         return std::nullopt;
     }
     const std::string tensor = where + " (" + id->path() + ")";
-    const auto dtype = parseDType(*dtypeName);
+    const auto dtype = parseDType(*dtypeText);
     if (!dtype) {
-        why = tensor + ": unknown dtype '" + *dtypeName + "'";
+        why = tensor + ": unknown dtype '" + *dtypeText + "'";
         return std::nullopt;
     }
     if (*rank < 0 || *rank > (1 << 24)) {
@@ -127,18 +155,9 @@ std::optional<ReplayShard> parseEntry(const json::Json& entry, std::size_t i,
         why = tensor + ": " + why;
         return std::nullopt;
     }
-    if (*frame < 1 || static_cast<std::uint64_t>(*frame) > payloads.size() || !used.insert(*frame).second) {
-        why = tensor + ": frame " + std::to_string(*frame) + " does not name an unused payload frame (the reply has " +
-              std::to_string(payloads.size()) + ")";
-        return std::nullopt;
-    }
-    const auto expected = byteSize(*shape, dtypeSize(*dtype));
-    const auto& payload = payloads[static_cast<std::size_t>(*frame - 1)];
-    if (!expected || *bytes < 0 || static_cast<std::uint64_t>(*bytes) != *expected || payload.size() != *expected) {
-        why = tensor + ": shape " + shapeToString(*shape) + " of " + std::string(dtypeName->c_str()) +
-              " needs " + (expected ? std::to_string(*expected) : std::string("more than 2^64")) +
-              " bytes; the entry says " + std::to_string(*bytes) + ", frame " + std::to_string(*frame) +
-              " holds " + std::to_string(payload.size());
+    const auto* payload = payloadOf(*frame, *bytes, *shape, *dtype, payloads, used, why);
+    if (!payload) {
+        why = tensor + ": " + why;
         return std::nullopt;
     }
     ReplayShard s;
@@ -147,13 +166,14 @@ std::optional<ReplayShard> parseEntry(const json::Json& entry, std::size_t i,
     s.shard.dtype = *dtype;
     s.shard.localShape = *shape;
     s.shard.placement = std::move(*placement);
-    s.shard.raw.assign(payload.begin(), payload.end());
+    s.shard.raw.assign(payload->begin(), payload->end());
     return s;
 }
 
 } // namespace
 
-Result<ReplayReply> ReplyHeader::replay(std::span<const std::span<const std::byte>> payloads) const {
+Result<ReplayReply>
+ReplyHeader::replay(std::span<const std::span<const std::byte>> payloads) const {
     const auto& v = json_->value;
     json::Fields f(v, "replay reply");
     const auto seconds = f.number("seconds");
@@ -162,8 +182,9 @@ Result<ReplayReply> ReplyHeader::replay(std::span<const std::span<const std::byt
         return badReply(f.problem());
     }
     if (tensors->size() != payloads.size()) {
-        return badReply("replay reply lists " + std::to_string(tensors->size()) + " tensors but carries " +
-                        std::to_string(payloads.size()) + " payload frames");
+        return badReply("replay reply lists " + std::to_string(tensors->size()) +
+                        " tensors but carries " + std::to_string(payloads.size()) +
+                        " payload frames");
     }
     ReplayReply reply;
     reply.seconds = *seconds;

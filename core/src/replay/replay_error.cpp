@@ -49,6 +49,8 @@ ErrorCode agentErrorCode(std::string_view wireCode) {
     return ErrorCode::UnknownAgentError;
 }
 
-std::string Error::toString() const { return std::string(errorCodeName(code)) + ": " + message; }
+std::string Error::toString() const {
+    return std::string(errorCodeName(code)) + ": " + message;
+}
 
 } // namespace ttrace::replay

@@ -56,12 +56,12 @@ TensorJudgement judgeTensor(const TensorId& nominalId, const FullTensor& referen
     const auto nominal = replayed.find("nominal");
     if (nominal == replayed.end() || nominal->second.shape != reference.shape) {
         j.status = Status::Invalid;
-        j.findings.push_back(makeError(
-            "replay-shape", "tensor " + nominalId.path(),
-            nominal == replayed.end()
-                ? std::string("the replay returned no usable nominal tensor")
-                : "replayed shape " + shapeToString(nominal->second.shape) +
-                      " vs reference shape " + shapeToString(reference.shape)));
+        j.findings.push_back(
+            makeError("replay-shape", "tensor " + nominalId.path(),
+                      nominal == replayed.end()
+                          ? std::string("the replay returned no usable nominal tensor")
+                          : "replayed shape " + shapeToString(nominal->second.shape) +
+                                " vs reference shape " + shapeToString(reference.shape)));
         return j;
     }
     j.metrics = computeMetrics(reference, nominal->second);
@@ -124,7 +124,8 @@ ReplayJudgement judgeReplay(ReplayReply reply, const ReferenceLookup& reference,
     }
     if (out.tensors.empty()) {
         out.judgeable = false;
-        out.problems.push_back(makeError("empty-replay", "replay", "the agent returned no tensors"));
+        out.problems.push_back(
+            makeError("empty-replay", "replay", "the agent returned no tensors"));
     }
     return out;
 }

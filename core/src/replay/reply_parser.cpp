@@ -14,7 +14,9 @@ ReplyHeader& ReplyHeader::operator=(ReplyHeader&&) noexcept = default;
 
 namespace {
 
-Error badReply(std::string message) { return {ErrorCode::BadReply, std::move(message)}; }
+Error badReply(std::string message) {
+    return {ErrorCode::BadReply, std::move(message)};
+}
 
 std::optional<Error> agentError(const json::Json& header, const std::string& status) {
     if (status == "busy") {
@@ -112,13 +114,15 @@ Result<AgentInfo> ReplyHeader::hello() const {
     AgentInfo info;
     info.agent = f.string("agent").value_or("");
     info.protocol = static_cast<int>(f.integer("protocol").value_or(0));
-    info.worldSize = static_cast<int>(std::clamp<std::int64_t>(f.integer("world_size").value_or(0), 0, 1 << 24));
+    info.worldSize =
+        static_cast<int>(std::clamp<std::int64_t>(f.integer("world_size").value_or(0), 0, 1 << 24));
     info.role = f.string("role").value_or("");
     info.precision = f.string("precision").value_or("");
     info.bundle = f.string("bundle").value_or("");
     info.reference = f.string("reference").value_or("");
     info.iterations = f.integers("iterations").value_or(std::vector<std::int64_t>{});
-    info.microBatches = static_cast<int>(std::clamp<std::int64_t>(f.integer("micro_batches").value_or(0), 0, 1 << 24));
+    info.microBatches = static_cast<int>(
+        std::clamp<std::int64_t>(f.integer("micro_batches").value_or(0), 0, 1 << 24));
     const auto* parallel = f.object("parallel");
     const auto* modules = f.array("modules");
     if (!f.ok()) {
@@ -128,7 +132,8 @@ Result<AgentInfo> ReplyHeader::hello() const {
         if (!size.is_number_integer()) {
             return badReply("hello reply: parallel size '" + key + "' is not an integer");
         }
-        info.parallel[key] = static_cast<int>(std::clamp<std::int64_t>(size.get<std::int64_t>(), 0, 1 << 24));
+        info.parallel[key] =
+            static_cast<int>(std::clamp<std::int64_t>(size.get<std::int64_t>(), 0, 1 << 24));
     }
     if (info.worldSize < 1) {
         return badReply("hello reply: world_size must be at least 1");

@@ -22,7 +22,8 @@ Error tokenError(const std::filesystem::path& file, const std::string& what) {
 Result<std::string> readTokenFile(const std::filesystem::path& file) {
     std::ifstream in(file, std::ios::binary);
     if (!in) {
-        return tokenError(file, "cannot be read (does it exist? the agent prints where it wrote it)");
+        return tokenError(file,
+                          "cannot be read (does it exist? the agent prints where it wrote it)");
     }
     std::string text(kMaxTokenFileBytes + 1, '\0');
     in.read(text.data(), static_cast<std::streamsize>(text.size()));

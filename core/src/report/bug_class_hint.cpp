@@ -36,6 +36,16 @@ std::optional<BugClassHint> fromFactor(const HintContext& c, double factor) {
                             "x1/dp on gradients: gradients averaged twice, or mean instead of sum "
                             "in the data-parallel reduction"};
     }
+    // Clipping by a rank's own shard norm: with similar shards each local norm is about
+    // 1/sqrt(tp) of the global one, so every gradient comes out sqrt(tp) times too large.
+    const double rootTp = std::sqrt(static_cast<double>(sizeOf(c.parallel, "tp")));
+    if (isStateOrGrad(c.id.kind) && phaseOf(c.id.kind) != Phase::Backward &&
+        (nearMul(rootTp) || near(rootTp))) {
+        return BugClassHint{"grad-clip-no-mp-reduce",
+                            "gradients scaled by sqrt(tp) after the backward: a norm taken over "
+                            "one rank's slice (grad clipping without the model-parallel "
+                            "all-reduce)"};
+    }
     if (isBackwardKind(c.id.kind) && (nearMul(mb) || near(mb))) {
         return BugClassHint{"grad-accum-scale",
                             "gradients scaled by the number of micro-batches: the loss is not "
@@ -68,6 +78,13 @@ std::optional<BugClassHint> fromReplicas(const HintContext& c) {
 
 std::optional<BugClassHint> fromSignatures(const HintContext& c) {
     const auto& s = c.signatures;
+    // TP ranks computing different losses: each normalized over its own vocabulary slice.
+    if (contains(c.id.module, "loss") && phaseOf(c.id.kind) == Phase::Forward &&
+        sizeOf(c.parallel, "tp") > 1 && !s.empty()) {
+        return BugClassHint{"vocab-ce-missing-allreduce",
+                            "the loss differs across TP ranks: vocab-parallel cross entropy "
+                            "normalized over one vocabulary slice (an all-reduce is missing)"};
+    }
     if (const auto* f = find(s, SignatureKind::ConstantFactor)) {
         if (auto h = fromFactor(c, f->factor)) {
             return h;
@@ -81,7 +98,10 @@ std::optional<BugClassHint> fromSignatures(const HintContext& c) {
     if (find(s, SignatureKind::ReplicasDisagree)) {
         return fromReplicas(c);
     }
-    if (find(s, SignatureKind::ZeroedRows) && contains(c.id.module, "embedding")) {
+    const bool embeddingForward =
+        contains(c.id.module, "embedding") && phaseOf(c.id.kind) == Phase::Forward;
+    if ((find(s, SignatureKind::ZeroedRows) && contains(c.id.module, "embedding")) ||
+        (find(s, SignatureKind::SliceLocal) && embeddingForward)) {
         return BugClassHint{"vocab-embedding-off-by-one",
                             "embedding rows zeroed: a vocab-parallel embedding masks ids at a "
                             "vocabulary range boundary"};
@@ -108,6 +128,11 @@ BugClassHint fromContext(const HintContext& c) {
         return {"fp8-amax-not-reduced",
                 "FP8 forward divergence: a sharded tensor's scaling factor from a local amax "
                 "instead of the amax reduced over TP"};
+    }
+    if (sizeOf(c.parallel, "ep") > 1 && phase == Phase::Forward) {
+        return {"ep-dispatch-mismatch",
+                "the forward diverges first at an expert-parallel layer: tokens returned with "
+                "other indices than they were dispatched with"};
     }
     if (sizeOf(c.parallel, "cp") > 1 && phase == Phase::Forward && contains(m, "attention")) {
         return {"rope-cp-offset", "attention diverges under context parallelism: positions "

@@ -97,6 +97,10 @@ public:
             m.outputRatio = out;
             m.inputRatio = inputRatio(mi, firstIter, phase);
             m.origin = classifyOrigin(m.inputRatio, m.outputRatio);
+            if (phase == Phase::Backward && m.origin == Origin::Inherited &&
+                seedsBackward(mi, firstIter)) {
+                m.origin = Origin::Introduced;
+            }
             return;
         }
         // Only inputs diverge: the divergence arrived from elsewhere.
@@ -116,6 +120,24 @@ private:
     }
 
     const std::string& name(std::size_t mi) const { return result_.modules[mi].name; }
+
+    // The backward's seed is wrong: the module runs last (no module after it has gradients),
+    // its own output gradient diverges and its forward outputs do not. No module produced
+    // that gradient, so the divergence enters here (e.g. a loss scaled by the schedule).
+    bool seedsBackward(std::size_t mi, std::int64_t iter) const {
+        bool ownSeedDiverges = false;
+        for (const auto& e : entries_) {
+            if (e.iteration != iter || e.module >= result_.modules.size()) {
+                continue;
+            }
+            if (e.module == mi && e.kind == TensorKind::OutputGrad) {
+                ownSeedDiverges = ownSeedDiverges || e.ratio > 1.0;
+            } else if (isGradient(e.kind) && order(e.module) > order(mi)) {
+                return false;
+            }
+        }
+        return ownSeedDiverges && maxOf(mi, iter, Phase::Forward, true) <= 1.0;
+    }
     int order(std::size_t mi) const { return result_.modules[mi].order; }
 
     double maxOf(std::size_t mi, std::optional<std::int64_t> iter, Phase phase,

@@ -15,7 +15,8 @@ using nlohmann::json;
 // One float32 shard: rows [rowStart, rowStart + rows) of a [totalRows, cols] tensor.
 inline json rowShardEntry(const std::string& variant, const std::string& module, int rank,
                           std::int64_t rowStart, std::int64_t rows, std::int64_t totalRows,
-                          std::int64_t cols, int frame, const std::string& kind = "forward_output") {
+                          std::int64_t cols, int frame,
+                          const std::string& kind = "forward_output") {
     return {{"variant", variant},
             {"module", module},
             {"kind", kind},
@@ -44,24 +45,25 @@ inline json replayHeader(std::int64_t id, const json& tensors) {
 }
 
 inline json helloHeader(std::int64_t id) {
-    return {{"protocol", 1},
-            {"id", id},
-            {"status", "ok"},
-            {"agent", "ttrace 0.1.0"},
-            {"world_size", 4},
-            {"parallel", {{"tp", 2}, {"dp", 2}}},
-            {"role", "candidate"},
-            {"precision", "fp32"},
-            {"bundle", "/tmp/cand"},
-            {"reference", "/tmp/ref"},
-            {"iterations", {0, 1}},
-            {"micro_batches", 2},
-            {"modules",
-             json::array({{{"name", "layers.0"}, {"type", "Block"}, {"replayable", true}, {"why", ""}},
-                          {{"name", "layers.0.drop"},
-                           {"type", "Dropout"},
-                           {"replayable", false},
-                           {"why", "stochastic: draws random numbers"}}})}};
+    return {
+        {"protocol", 1},
+        {"id", id},
+        {"status", "ok"},
+        {"agent", "ttrace 0.1.0"},
+        {"world_size", 4},
+        {"parallel", {{"tp", 2}, {"dp", 2}}},
+        {"role", "candidate"},
+        {"precision", "fp32"},
+        {"bundle", "/tmp/cand"},
+        {"reference", "/tmp/ref"},
+        {"iterations", {0, 1}},
+        {"micro_batches", 2},
+        {"modules",
+         json::array({{{"name", "layers.0"}, {"type", "Block"}, {"replayable", true}, {"why", ""}},
+                      {{"name", "layers.0.drop"},
+                       {"type", "Dropout"},
+                       {"replayable", false},
+                       {"why", "stochastic: draws random numbers"}}})}};
 }
 
 } // namespace ttrace::replay::test

@@ -35,21 +35,25 @@ public:
         thread_.join();
     }
 
-    [[nodiscard]] std::string endpoint() const { return "tcp://127.0.0.1:" + std::to_string(port_); }
+    [[nodiscard]] std::string endpoint() const {
+        return "tcp://127.0.0.1:" + std::to_string(port_);
+    }
     std::atomic<bool> answerPings{true};
     std::atomic<bool> busy{false};
     std::atomic<bool> vanishOnReplay{false}; // close the socket when a replay arrives
-    std::atomic<int> replyDelayMs{0}; // replies to replays are sent this much later
+    std::atomic<int> replyDelayMs{0};        // replies to replays are sent this much later
     std::atomic<int> replays{0};
     std::atomic<int> pings{0};
 
-    static Frames reply(const nlohmann::json& request, nlohmann::json fields, std::string status = "ok") {
+    static Frames reply(const nlohmann::json& request, nlohmann::json fields,
+                        std::string status = "ok") {
         fields["protocol"] = 1;
         fields["id"] = request.at("id");
         fields["status"] = std::move(status);
         return {fields.dump()};
     }
-    static Frames error(const nlohmann::json& request, const std::string& code, const std::string& message) {
+    static Frames error(const nlohmann::json& request, const std::string& code,
+                        const std::string& message) {
         return reply(request, {{"error", {{"code", code}, {"message", message}}}}, "error");
     }
 

@@ -60,6 +60,15 @@ def start(work: Path) -> None:
     print("agents serving:", {n: j.endpoint_file.read_text().strip() for n, j in jobs.items()})
 
 
+def alive(pid: int) -> bool:
+    """Running, not a zombie: torchrun outlives `start`, so nobody here reaps it."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
 def stop_one(directory: Path) -> None:
     pgid_file = directory / "pgid"
     if not pgid_file.exists():
@@ -72,16 +81,15 @@ def stop_one(directory: Path) -> None:
         client.close()
     except (OSError, TimeoutError, ValueError) as e:
         print(f"{directory.name}: shutdown request failed ({e}); killing", file=sys.stderr)
+    # The ranks end on the shutdown request; torchrun may linger after them, and is killed.
+    workers = directory / "workers"
+    ranks = [int(p) for p in workers.read_text().split()] if workers.exists() else [pgid]
     deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            os.killpg(pgid, 0)
-        except ProcessLookupError:
-            break
+    while any(map(alive, ranks)) and time.monotonic() < deadline:
         time.sleep(0.2)
-    else:
+    if alive(pgid):
         os.killpg(pgid, signal.SIGKILL)
-    kill_workers(directory / "workers")
+    kill_workers(workers)
     pgid_file.unlink()
 
 

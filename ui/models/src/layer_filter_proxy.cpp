@@ -41,8 +41,7 @@ bool LayerFilterProxy::filterAcceptsRow(int sourceRow, const QModelIndex& source
         return false; // groups stay visible through recursive filtering only
     }
     const auto status = index.data(StatusRole);
-    return status.isValid() && (status.toInt() == static_cast<int>(Status::Divergent) ||
-                                status.toInt() == static_cast<int>(Status::Invalid));
+    return status.isValid() && isFlagged(static_cast<Status>(status.toInt()));
 }
 
 } // namespace ttrace::ui

@@ -440,7 +440,7 @@ bool LayerTreeModel::isDivergent(std::optional<std::size_t> tensor) const {
         return false;
     }
     const auto status = results_.tensor(*tensor).status;
-    return status == Status::Divergent || status == Status::Invalid;
+    return isFlagged(status);
 }
 
 QStringList LayerTreeModel::divergentModules() const {
@@ -467,7 +467,12 @@ QStringList LayerTreeModel::divergentModules() const {
 
 QString LayerTreeModel::firstDivergentModule() const {
     if (const DiffResult* r = results_.final()) {
-        for (const auto& candidate : {r->firstForwardDivergence, r->firstBackwardDivergence}) {
+        // The first on the run's timeline, then the first by kind.
+        const std::optional<std::string> timeline =
+            r->firstDivergence ? std::optional<std::string>(r->firstDivergence->module)
+                               : std::nullopt;
+        for (const auto& candidate :
+             {timeline, r->firstForwardDivergence, r->firstBackwardDivergence}) {
             if (candidate && byName_.count(*candidate)) {
                 return qstr(*candidate);
             }

@@ -46,6 +46,17 @@ QString localizeConclusion(const replay::LocalizeResult& r) {
                    .arg(phase, names(r.guiltyParameters)) +
                tail;
     }
+    if (r.undetermined()) {
+        // Never "nothing introduced" when a suspect could not be replayed.
+        for (const auto& v : r.verdicts) {
+            if (v.verdict == replay::Verdict::NotReplayable) {
+                return tr("Localize undetermined: %1 cannot be replayed (%2)")
+                           .arg(QString::fromStdString(v.suspect.module),
+                                QString::fromStdString(v.reason)) +
+                       tail;
+            }
+        }
+    }
     if (!r.guilty.empty()) {
         return tr("Localized: introduced in %1").arg(names(r.guilty)) + tail;
     }

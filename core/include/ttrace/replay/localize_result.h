@@ -14,7 +14,8 @@ namespace ttrace::replay {
 
 // The causal phases of one iteration, in time order.
 enum class LocalizePhase { Forward, Backward, Reduction, Step };
-std::string_view localizePhaseName(LocalizePhase phase); // "forward", ..., "gradient reduction", "optimizer step"
+std::string_view
+localizePhaseName(LocalizePhase phase); // "forward", ..., "gradient reduction", "optimizer step"
 
 struct DivergenceStart {
     std::int64_t iteration = 0;
@@ -41,12 +42,12 @@ std::string_view verdictName(Verdict verdict); // "introduced", "inherited", "no
 struct ModuleVerdict {
     Suspect suspect;
     Verdict verdict = Verdict::NotReplayable;
-    std::string reason;         // for NotReplayable (and notes on the others)
-    double ratio = 0.0;         // worst replay ratio (error / replay tolerance)
-    double agentSeconds = 0.0;  // the replay's wall time on the agent
-    double seconds = 0.0;       // request to judgement, as seen by the client
-    ReplayJudgement judgement;  // per tensor
-    int level = 0;              // 0 for a root of the walk, 1 for its children, ...
+    std::string reason;        // for NotReplayable (and notes on the others)
+    double ratio = 0.0;        // worst replay ratio (error / replay tolerance)
+    double agentSeconds = 0.0; // the replay's wall time on the agent
+    double seconds = 0.0;      // request to judgement, as seen by the client
+    ReplayJudgement judgement; // per tensor
+    int level = 0;             // 0 for a root of the walk, 1 for its children, ...
 };
 
 struct LocalizeResult {
@@ -62,6 +63,19 @@ struct LocalizeResult {
     double seconds = 0.0; // the whole walk
 
     [[nodiscard]] bool introduced() const { return !guilty.empty() || guiltyPhase.has_value(); }
+    // Something diverges, nothing was found introduced, and some suspect could not be
+    // replayed: the walk cannot say where the bug is (never reported as "nothing introduced").
+    [[nodiscard]] bool undetermined() const {
+        if (!start || introduced()) {
+            return false;
+        }
+        for (const auto& v : verdicts) {
+            if (v.verdict == Verdict::NotReplayable) {
+                return true;
+            }
+        }
+        return false;
+    }
 };
 
 } // namespace ttrace::replay

@@ -11,14 +11,14 @@ namespace ttrace::replay {
 
 enum class ErrorCode {
     // Client side.
-    Timeout,      // no reply within the request's time limit
-    Unreachable,  // the agent stopped answering pings while a request was outstanding
-    Cancelled,    // the caller cancelled the request
-    Closed,       // the client was destroyed with the request pending
-    BadReply,     // the reply violates the protocol (fields, frames, sizes, placements)
+    Timeout,       // no reply within the request's time limit
+    Unreachable,   // the agent stopped answering pings while a request was outstanding
+    Cancelled,     // the caller cancelled the request
+    Closed,        // the client was destroyed with the request pending
+    BadReply,      // the reply violates the protocol (fields, frames, sizes, placements)
     ReplyTooLarge, // the reply exceeds the client's header or total size limit
-    TokenFile,    // the token file is missing, unreadable or malformed
-    BadEndpoint,  // the endpoint cannot be connected to
+    TokenFile,     // the token file is missing, unreadable or malformed
+    BadEndpoint,   // the endpoint cannot be connected to
     // The agent's status "busy".
     Busy,
     // The agent's error codes.

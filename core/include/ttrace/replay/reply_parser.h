@@ -21,7 +21,7 @@ namespace ttrace::replay {
 struct ReplyEnvelope {
     std::optional<std::int64_t> id; // absent: the agent could not parse the request
     int protocol = 0;
-    std::string status; // "ok", "busy" or "error"
+    std::string status;         // "ok", "busy" or "error"
     std::optional<Error> error; // set for "busy" and "error"
 };
 
@@ -41,7 +41,8 @@ public:
     [[nodiscard]] Result<AgentInfo> hello() const;
     [[nodiscard]] Result<PingReply> ping() const;
     // The `replay` body with its payload frames (frames 1..n of the message).
-    [[nodiscard]] Result<ReplayReply> replay(std::span<const std::span<const std::byte>> payloads) const;
+    [[nodiscard]] Result<ReplayReply>
+    replay(std::span<const std::span<const std::byte>> payloads) const;
 
 private:
     struct Json;

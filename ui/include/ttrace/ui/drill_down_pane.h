@@ -34,6 +34,8 @@ public:
     // Shows the selected module's replay verdict beside its captured errors (after a verdict
     // arrived); hidden while the module has none.
     void refreshReplay();
+    // The error shape / hint / invalid reason line of the shown tensor (hidden when empty).
+    [[nodiscard]] QLabel* diagnosisLabel() const { return diagnosis_; }
     // Renders the plots now (before a screenshot; normally they replot when idle).
     void replotNow();
 
@@ -43,6 +45,7 @@ private:
     QLabel* title_;
     QLabel* subtitle_;
     QLabel* status_;
+    QLabel* diagnosis_; // the error's shape and bug-class hint, or why the tensor is invalid
     ErrorHistogramPlot* histogram_;
     RatioHistoryPlot* history_;
     ShardErrorPlot* shards_;

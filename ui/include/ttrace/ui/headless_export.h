@@ -1,8 +1,9 @@
 #pragma once
 // Command-line export (`--screenshot FILE`, `--markdown FILE`): waits until the window has
-// finished loading, writes the files, prints their paths and ends the event loop with an exit
-// code: 0 written, 2 a bundle is broken (the problems go to stderr; the files are still written,
-// showing them), 1 a file could not be written or loading was cancelled.
+// finished loading, writes the files, prints their paths and the verdict (clean / divergent /
+// invalid), and ends the event loop with the exit code of `ttrace diff` (ttrace::exitCodeFor):
+// 0 clean, 1 divergent, 2 invalid (a broken bundle, invalid or missing tensors; the problems go
+// to stderr and the files are still written, showing them) or a file that cannot be written.
 #include <QObject>
 #include <QString>
 

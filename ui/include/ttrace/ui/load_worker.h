@@ -26,6 +26,10 @@ public:
     void run(quint64 job, const QString& reference, const QString& candidate,
              const ttrace::DiffOptions& options, const CancelFlag& cancel);
 
+private:
+    void runDiff(quint64 job, const QString& reference, const QString& candidate,
+                 const ttrace::DiffOptions& options, const CancelFlag& cancel);
+
 signals:
     void progress(quint64 job, double fraction, const QString& what);
     void metadataReady(quint64 job, const ttrace::Manifest& reference,

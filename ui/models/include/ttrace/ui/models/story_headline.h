@@ -4,10 +4,8 @@
 // in that same phase, and the tensor to select first. A screenshot of the window tells the
 // story from this one line.
 //
-// `storyHeadline` is the only place that decides what comes first; it reads the core's
-// timeline (replay::firstDivergence, the same as `ttrace localize` starts its walk from), so the
-// explorer and the CLI agree. When the core's diff result carries its own first divergence,
-// only this function changes.
+// `storyHeadline` reads the core's timeline (`DiffResult::firstDivergence`, the same that leads
+// `ttrace diff`'s text, JSON and Markdown), so the explorer and the CLI agree.
 #include "ttrace/diff_result.h"
 
 #include <QList>
