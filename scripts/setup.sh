@@ -13,9 +13,14 @@ APT_PACKAGES=(
   qt6-base-dev libqcustomplot-dev libqcustomplot2.1-qt6
   libhdf5-dev hdf5-tools zlib1g-dev libeigen3-dev libtbb-dev nlohmann-json3-dev
   xvfb python3-venv
+  # The install tests: build the DEB, check it (dpkg-shlibdeps, Lintian, AppStream, desktop
+  # entry) and read its man pages (help2man writes them at build time).
+  dpkg-dev fakeroot lintian appstream desktop-file-utils help2man man-db
 )
 # torch is always pinned: an unpinned torch pulls gigabytes of CUDA packages.
-PIP_PACKAGES=(torch==2.13.0 "h5py>=3.8" "numpy>=1.24" "pytest>=7" "ruff>=0.5")
+# build and setuptools make the sdist and the wheel (python -m build --no-isolation).
+PIP_PACKAGES=(torch==2.13.0 "h5py>=3.8" "numpy>=1.24" "pytest>=7" "ruff>=0.5"
+  build==1.6.1 setuptools==84.2.1)
 
 log() { printf '\033[1m[ttrace]\033[0m %s\n' "$*" >&2; }
 
@@ -47,7 +52,7 @@ install_python_env() {
   local want
   want="$(printf '%s\n' "${PIP_PACKAGES[@]}" | sha1sum)$(sha1sum "${TTRACE_ROOT}/python/pyproject.toml")"
   if [[ ! -f "${stamp}" || "$(cat "${stamp}")" != "${want}" ]]; then
-    log "installing Python packages into .venv (torch==2.13.0 CPU, h5py, pytest, ruff)"
+    log "installing Python packages into .venv (torch==2.13.0 CPU, h5py, pytest, ruff, build)"
     "${TTRACE_PY}" -m pip install -q --disable-pip-version-check "${PIP_PACKAGES[@]}"
     "${TTRACE_PY}" -m pip install -q --disable-pip-version-check --no-deps -e "${TTRACE_ROOT}/python"
     printf '%s' "${want}" >"${stamp}"
