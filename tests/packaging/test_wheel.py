@@ -68,8 +68,12 @@ def venv(dist: Path) -> Path:
     torch_pin = f"torch=={metadata.version('torch')}"
     requires = "\n".join(sorted(wheel_metadata(dist)["Requires-Dist"]))
     key = hashlib.sha256(f"{sys.version}\n{torch_pin}\n{requires}".encode()).hexdigest()[:16]
-    venv = build_dir() / "tests" / "wheel-venv" / key
+    cache = build_dir() / "tests" / "wheel-venv"
+    venv = cache / key
     python = venv / "bin" / "python"
+    for stale in cache.glob("*"):  # environments for other dependencies: a GB each
+        if stale != venv:
+            shutil.rmtree(stale, ignore_errors=True)
     if not (venv / ".torch-installed").is_file():
         shutil.rmtree(venv, ignore_errors=True)
         run([sys.executable, "-m", "venv", str(venv)])
@@ -102,39 +106,14 @@ def test_example_captures_with_the_wheel(venv: Path, tmp_path: Path) -> None:
     """A reference and a 2-rank tensor-parallel candidate (torchrun, gloo), both captured by
     the installed wheel; the built CLI finds them valid and equal within tolerance."""
     env = venv_env(venv)
-    small = ["--layers", "2", "--iterations", "1"]
+    example = ["-m", "examples.gpt.train", "--layers", "2", "--iterations", "1"]
     reference, candidate = tmp_path / "reference", tmp_path / "candidate"
-    python = str(venv / "bin" / "python")
+    python, torchrun = str(venv / "bin" / "python"), str(venv / "bin" / "torchrun")
+    perturbed = ["--reference", "--perturbations", "2"]
+    run([python, *example, *perturbed, "--out", str(reference)], env=env, cwd=tmp_path)
+    two_ranks = ["--standalone", "--nproc-per-node", "2"]
     run(
-        [
-            python,
-            "-m",
-            "examples.gpt.train",
-            "--reference",
-            "--perturbations",
-            "2",
-            *small,
-            "--out",
-            str(reference),
-        ],
-        env=env,
-        cwd=tmp_path,
-    )
-    torchrun = str(venv / "bin" / "torchrun")
-    run(
-        [
-            torchrun,
-            "--standalone",
-            "--nproc-per-node",
-            "2",
-            "-m",
-            "examples.gpt.train",
-            "--tp",
-            "2",
-            *small,
-            "--out",
-            str(candidate),
-        ],
+        [torchrun, *two_ranks, *example, "--tp", "2", "--out", str(candidate)],
         env=env,
         cwd=tmp_path,
     )
