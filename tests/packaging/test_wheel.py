@@ -77,7 +77,8 @@ def venv(dist: Path) -> Path:
     if not (venv / ".torch-installed").is_file():
         shutil.rmtree(venv, ignore_errors=True)
         run([sys.executable, "-m", "venv", str(venv)])
-        run([str(python), "-m", "pip", "install", "-q", torch_pin], timeout=900)
+        # No .pyc compilation of torch's thousands of modules: most of the install's time.
+        run([str(python), "-m", "pip", "install", "-q", "--no-compile", torch_pin], timeout=900)
         (venv / ".torch-installed").write_text(torch_pin)
     run([str(python), "-m", "pip", "uninstall", "-y", "-q", "ttrace"])
     run([str(python), "-m", "pip", "install", "-q", str(dist / WHEEL)], timeout=600)
