@@ -14,12 +14,17 @@ APT_PACKAGES=(
   libhdf5-dev hdf5-tools zlib1g-dev libeigen3-dev libtbb-dev nlohmann-json3-dev
   libzmq3-dev cppzmq-dev
   xvfb python3-venv
+  # The install tests: build the DEB, check it (dpkg-shlibdeps, Lintian, AppStream, desktop
+  # entry) and read its man pages (help2man writes them at build time).
+  dpkg-dev fakeroot lintian appstream desktop-file-utils help2man man-db
 )
 # torch is always pinned: an unpinned torch pulls gigabytes of CUDA packages.
 # transformers and the packages it loads, pinned: the framework tests build its Llama.
-# pyzmq carries the localize agent's sockets.
+# pyzmq carries the localize agent's sockets; build and setuptools make the sdist and the wheel
+# (python -m build --no-isolation).
 PIP_PACKAGES=(torch==2.13.0 "h5py>=3.8" "numpy>=1.24" "pytest>=7" "ruff>=0.5" pyzmq==27.1.0
-  transformers==5.23.0 huggingface_hub==2.4.0 tokenizers==0.23.3 safetensors==0.8.0)
+  transformers==5.23.0 huggingface_hub==2.4.0 tokenizers==0.23.3 safetensors==0.8.0
+  build==1.6.1 setuptools==84.2.1)
 
 # Megatron-core, pinned and without its dependencies (they pull CUDA packages); at import on
 # CPU it needs only packaging and PyYAML (pinned in PIP_PACKAGES).
@@ -56,7 +61,7 @@ install_python_env() {
   local want
   want="$(printf '%s\n' "${PIP_PACKAGES[@]}" "${NO_DEPS_PACKAGES[@]}" | sha1sum)$(sha1sum "${TTRACE_ROOT}/python/pyproject.toml")"
   if [[ ! -f "${stamp}" || "$(cat "${stamp}")" != "${want}" ]]; then
-    log "installing Python packages into .venv (torch==2.13.0 CPU, h5py, pytest, ruff)"
+    log "installing Python packages into .venv (torch==2.13.0 CPU, h5py, pytest, ruff, pyzmq, transformers, megatron-core, build)"
     "${TTRACE_PY}" -m pip install -q --disable-pip-version-check "${PIP_PACKAGES[@]}"
     "${TTRACE_PY}" -m pip install -q --disable-pip-version-check --no-deps "${NO_DEPS_PACKAGES[@]}"
     "${TTRACE_PY}" -m pip install -q --disable-pip-version-check --no-deps -e "${TTRACE_ROOT}/python"

@@ -17,7 +17,8 @@ void printUsage(std::ostream& out) {
            "  localize REF CAND    replay divergent modules in the candidate's job to find\n"
            "                       the one that introduces the bug (needs its agent)\n"
            "\n"
-           "Run 'ttrace <command> --help' for a command's options.\n";
+           "Run 'ttrace <command> --help' for a command's options, 'ttrace --version' for the\n"
+           "version.\n";
 }
 
 } // namespace
@@ -27,6 +28,10 @@ int main(int argc, char** argv) {
     if (args.empty() || args.front() == "--help" || args.front() == "-h") {
         printUsage(args.empty() ? std::cerr : std::cout);
         return args.empty() ? ttrace::cli::kExitBadInput : ttrace::cli::kExitOk;
+    }
+    if (args.front() == "--version") {
+        std::cout << "ttrace " << TTRACE_VERSION << '\n';
+        return ttrace::cli::kExitOk;
     }
     const auto command = args.front();
     const std::span<const std::string_view> rest(args.data() + 1, args.size() - 1);

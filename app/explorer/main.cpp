@@ -29,11 +29,23 @@ bool wantsHeadless(int argc, char** argv) {
     return false;
 }
 
+// --help and --version only print, so they must work over ssh too: no display needed.
+bool onlyPrints(int argc, char** argv) {
+    for (int i = 1; i < argc; ++i) {
+        for (const char* flag : {"--help", "-h", "-?", "--help-all", "--version", "-v"}) {
+            if (std::strcmp(argv[i], flag) == 0) {
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
     const bool headless = wantsHeadless(argc, argv);
-    if (headless && qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) {
+    if ((headless || onlyPrints(argc, argv)) && qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) {
         qputenv("QT_QPA_PLATFORM", "offscreen");
     }
     QApplication app(argc, argv);
@@ -41,6 +53,8 @@ int main(int argc, char** argv) {
     QApplication::setWindowIcon(QIcon(QStringLiteral(":/ttrace/ttrace-explorer.png")));
     QApplication::setOrganizationName(QStringLiteral("ttrace"));
     QApplication::setApplicationVersion(QStringLiteral(TTRACE_VERSION));
+    // Lets a desktop match the window to the installed .desktop entry and its icon.
+    QGuiApplication::setDesktopFileName(QStringLiteral(TTRACE_APP_ID));
     // One look everywhere, so screenshots from any desktop or CI match.
     QApplication::setStyle(QStyleFactory::create(QStringLiteral("Fusion")));
 
