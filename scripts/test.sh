@@ -6,4 +6,5 @@ ttrace_setup
 
 export QT_QPA_PLATFORM=offscreen
 cd "${TTRACE_BUILD}"
-ctest --output-on-failure --timeout 1800 "$@"
+# Independent entries run side by side (the Python suites are split into their own entries).
+ctest --output-on-failure --timeout 1800 -j "$(nproc)" "$@"
