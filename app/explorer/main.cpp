@@ -98,28 +98,28 @@ int main(int argc, char** argv) {
     const auto args = parser.positionalArguments();
     if (!args.isEmpty() && args.size() != 2) {
         std::fputs("ttrace-explorer: give both a REFERENCE and a CANDIDATE bundle\n", stderr);
-        return 1;
+        return 2; // usage: the same code as `ttrace` gives bad input
     }
     if (headless && args.size() != 2) {
         std::fputs("ttrace-explorer: --screenshot/--markdown need REFERENCE and CANDIDATE\n",
                    stderr);
-        return 1;
+        return 2; // usage: the same code as `ttrace` gives bad input
     }
 
     ttrace::ui::AgentTarget target;
     if (parser.isSet(agent) &&
         !ttrace::ui::AgentTarget::parseHostPort(parser.value(agent), target)) {
         std::fputs("ttrace-explorer: --agent wants HOST:PORT\n", stderr);
-        return 1;
+        return 2; // usage: the same code as `ttrace` gives bad input
     }
     target.tokenFile = parser.value(tokenFile);
     if (parser.isSet(agent) && target.tokenFile.isEmpty()) {
         std::fputs("ttrace-explorer: --agent needs --token-file\n", stderr);
-        return 1;
+        return 2; // usage: the same code as `ttrace` gives bad input
     }
     if (parser.isSet(localize) && args.size() != 2) {
         std::fputs("ttrace-explorer: --localize needs REFERENCE and CANDIDATE\n", stderr);
-        return 1;
+        return 2; // usage: the same code as `ttrace` gives bad input
     }
 
     ttrace::ui::MainWindow window;

@@ -48,7 +48,7 @@ private slots:
         QProcess p;
         p.start(explorer_, {"--screenshot", "x.png", "only-one"});
         QVERIFY(p.waitForFinished(60000));
-        QCOMPARE(p.exitCode(), 1);
+        QCOMPARE(p.exitCode(), 2);
     }
 
 private:

@@ -36,9 +36,10 @@ void HeadlessExport::onLoadingFinished(bool ok) {
     // Let the selection, layouts and plots settle before rendering.
     QTimer::singleShot(0, this, [this, ok] {
         // The same verdict and exit status as `ttrace diff` (exitCodeFor); no result at all
-        // (a bundle that cannot be opened) is invalid input too.
+        // (a bundle that cannot be opened) and a localize asked for that could not run are
+        // errors, 2, as `ttrace localize` says them.
         const DiffResult* result = window_->model()->results().final();
-        exitCode_ = result ? exitCodeFor(*result) : 2;
+        exitCode_ = ok && result ? exitCodeFor(*result) : 2;
         if (!ok) {
             QString text = window_->problemsBanner()->text().trimmed();
             if (text.isEmpty()) {
