@@ -77,10 +77,13 @@ class StepReplay:
         state = getattr(self.optimizer, "state", None)
         why = f"the optimizer state left by iteration {iteration - 1}"
         if iteration == 0 or not hasattr(state, "get"):
+            snap = self.ctx.tracer.opt_snapshot
+            reason = snap.unavailable if snap is not None and snap.unavailable else None
             raise AgentError(
                 ErrorCode.NOT_REPLAYABLE,
-                f"{why} is unknown: not the job's first step, and the optimizer keeps no "
-                "torch.optim-style state that capture records",
+                f"{why} is unknown: "
+                + (reason or "not the job's first step")
+                + ", and the optimizer keeps no torch.optim-style state that capture records",
             )
         for p in params:
             for name, value in list((state.get(p) or {}).items()):

@@ -9,12 +9,15 @@ reference's; later states come from the reference bundle's `optimizer_state`.
 from __future__ import annotations
 
 import copy
+import logging
 from collections.abc import Callable
 from typing import Any
 
 import torch
 
 from .capture_state import CaptureState
+
+log = logging.getLogger("ttrace.capture")
 
 
 def to_host_tree(value: Any) -> Any:
@@ -35,15 +38,30 @@ class OptimizerSnapshot:
         self.state = state
         self.initial: dict[str, Any] | None = None
         self.iteration: int | None = None  # iteration of the first step
+        # Why there is no snapshot, when the optimizer could not give one (the step replay
+        # then needs the reference's state and says so).
+        self.unavailable: str | None = None
         self._original: Callable[..., Any] = optimizer.step
 
         def step(*args: Any, **kwargs: Any) -> Any:
-            if self.initial is None and hasattr(optimizer, "state_dict"):
-                self.initial = to_host_tree(optimizer.state_dict())
+            if self.iteration is None:
                 self.iteration = self.state.iteration
+                self._record()
             return self._original(*args, **kwargs)
 
         optimizer.step = step
+
+    def _record(self) -> None:
+        # A snapshot serves localize only: it must never stop the training job. Megatron's
+        # DistributedOptimizer, for one, refuses state_dict() before its first step.
+        if not hasattr(self.optimizer, "state_dict"):
+            self.unavailable = f"{type(self.optimizer).__name__} has no state_dict()"
+            return
+        try:
+            self.initial = to_host_tree(self.optimizer.state_dict())
+        except Exception as exc:
+            self.unavailable = f"{type(self.optimizer).__name__}.state_dict() failed: {exc!r}"
+            log.warning("ttrace: no optimizer snapshot for step replay: %s", self.unavailable)
 
     def remove(self) -> None:
         self.optimizer.step = self._original
