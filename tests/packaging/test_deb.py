@@ -148,7 +148,8 @@ def test_installed_explorer_renders_the_demo_bundles(
     env["XDG_CACHE_HOME"] = str(tmp_path / "cache")
     shot = tmp_path / "explorer.png"
     reference, candidate = demo_bundles
-    run([explorer, "--screenshot", str(shot), str(reference), str(candidate)], env=env)
+    # Headless, the explorer exits as `ttrace diff` does: 1, the injected bug is found.
+    run([explorer, "--screenshot", str(shot), str(reference), str(candidate)], env=env, expect=1)
     width, height = png_size(shot)
     assert width >= 800 and height >= 500, (width, height)
 
