@@ -12,17 +12,12 @@ ttrace lines with `# ttrace`; there are at most 10 and no `annotate`.
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from cli_paths import ttrace_binary
+from job_runner import diff, run_module
 
-PYTHON_DIR = Path(__file__).resolve().parents[1]
 FRAMEWORKS = Path(__file__).resolve().parent / "frameworks"
 MAX_TTRACE_LINES = 10
 
@@ -44,29 +39,7 @@ CONFIGS = {
 
 
 def run_script(script: str, out: Path, nproc: int, bug: str = "none") -> None:
-    env = dict(os.environ, PYTHONPATH=str(PYTHON_DIR), OMP_NUM_THREADS="1")
-    module = ["-m", f"tests.frameworks.{script}", "--out", str(out), "--bug", bug]
-    if nproc == 1:
-        cmd = [sys.executable, *module]
-    else:
-        launcher = ["-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}"]
-        cmd = [sys.executable, *launcher, *module]
-    proc = subprocess.run(cmd, cwd=PYTHON_DIR, env=env, capture_output=True, text=True, timeout=300)
-    if proc.returncode != 0:
-        raise AssertionError(
-            f"{' '.join(cmd)} failed:\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
-        )
-
-
-def diff(ref: Path, cand: Path, work: Path) -> tuple[int, dict, str]:
-    report = work / f"{cand.name}.json"
-    proc = subprocess.run(
-        [str(ttrace_binary()), "diff", "--no-cache", "--json", str(report), str(ref), str(cand)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    return proc.returncode, json.loads(report.read_text()), proc.stdout
+    run_module(f"tests.frameworks.{script}", ["--out", str(out), "--bug", bug], nproc, 300)
 
 
 @pytest.fixture(scope="module")
