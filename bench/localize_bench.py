@@ -46,19 +46,7 @@ def localize(
     report: Path,
     *extra: str,
 ) -> tuple[float, float, dict]:
-    cmd = [
-        str(ttrace),
-        "localize",
-        str(reference),
-        str(job.bundle),
-        "--agent",
-        address,
-        "--token-file",
-        str(job.token),
-        "--json",
-        str(report),
-        *extra,
-    ]
+    cmd = e2e.localize_command(ttrace, reference, job, address, report, *extra)
     done, wall, cpu = timed(cmd)
     if done.returncode == 2:
         raise RuntimeError(done.stdout + done.stderr)

@@ -167,6 +167,16 @@ def replay_every_module(
     return problems
 
 
+def localize_command(
+    ttrace: Path, reference: Path, job: ServingCandidate, address: str, report: Path, *extra: str
+) -> list[str]:
+    """`ttrace localize` against a serving candidate, writing the JSON report."""
+    return [
+        str(ttrace), "localize", str(reference), str(job.bundle), "--agent", address,
+        "--token-file", str(job.token), "--json", str(report), *extra,
+    ]  # fmt: skip
+
+
 def run_case(ttrace: Path, work: Path, reference: Path, name: str) -> list[str]:
     bugs, want_exit, want_guilty, want_phase = CASES[name]
     problems: list[str] = []
@@ -174,20 +184,8 @@ def run_case(ttrace: Path, work: Path, reference: Path, name: str) -> list[str]:
         address = job.wait_serving()
         report = work / f"{name}.json"
         started = time.monotonic()
-        cmd = [
-            str(ttrace),
-            "localize",
-            str(reference),
-            str(job.bundle),
-            "--agent",
-            address,
-            "--token-file",
-            str(job.token),
-            "--json",
-            str(report),
-            "--no-cache",
-            *([] if not bugs else ["--shutdown"]),
-        ]
+        extra = ["--no-cache", *([] if not bugs else ["--shutdown"])]
+        cmd = localize_command(ttrace, reference, job, address, report, *extra)
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
         seconds = time.monotonic() - started
         print(f"--- {name}: exit {done.returncode} in {seconds:.1f} s\n{done.stdout}{done.stderr}")
