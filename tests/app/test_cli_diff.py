@@ -103,20 +103,6 @@ def test_bad_input_exits_2(demo: Path, tmp_path: Path) -> None:
     assert "rank-00003.h5" in run.stderr
 
 
-def test_second_run_uses_the_cache(demo: Path, tmp_path: Path) -> None:
-    ref = demo / "clean/reference"
-    cand = tmp_path / "cand"
-    shutil.copytree(demo / "clean/candidate", cand)
-    assert ttrace("diff", ref, cand).returncode == 0
-    entries = list((cand / ".ttrace-cache").glob("diff-*.json"))
-    assert len(entries) == 1
-    first = ttrace("diff", "--json", tmp_path / "a.json", ref, cand)
-    assert first.returncode == 0
-    assert ttrace("diff", "--no-cache", "--json", tmp_path / "b.json", ref, cand).returncode == 0
-    cached, fresh = (json.loads((tmp_path / n).read_text()) for n in ("a.json", "b.json"))
-    assert cached == fresh
-
-
 # A tensor replicated in full on every rank: shortened by one element on each, it can no longer
 # be compared with the reference (shape mismatch), though every file stays consistent.
 SHORTENED = "nominal/iter_1/mb_all/layers.0.norm/parameter/weight"

@@ -70,6 +70,17 @@ void LoadWorker::run(quint64 job, const QString& reference, const QString& candi
     }
 }
 
+bool LoadWorker::showManifests(quint64 job, const QString& reference, const QString& candidate) {
+    Diagnostics ignored; // the open reports them, with the rest of what it finds
+    const auto ref = readManifest(std::filesystem::path(reference.toStdString()), ignored);
+    const auto cand = readManifest(std::filesystem::path(candidate.toStdString()), ignored);
+    if (!ref || !cand) {
+        return false;
+    }
+    emit metadataReady(job, *ref, *cand);
+    return true;
+}
+
 void LoadWorker::runDiff(quint64 job, const QString& reference, const QString& candidate,
                          const DiffOptions& options, const CancelFlag& cancel) {
     // Throttled to whole permille steps: the engine reports once per tensor.
@@ -86,10 +97,13 @@ void LoadWorker::runDiff(quint64 job, const QString& reference, const QString& c
         return !cancel->load();
     };
     callbacks.onTensor = [&batcher](const TensorResult& t) { batcher.add(t); };
+    // The tree first, from the two manifests alone, before any rank file is read (the content
+    // check and the open read every byte); problems in them are reported by the open below.
+    const bool treeShown = showManifests(job, reference, candidate);
     bool fatal = false;
-    callbacks.onOpened = [this, job, &fatal](const Manifest* ref, const Manifest* cand,
-                                             const Diagnostics& problems) {
-        if (ref || cand) {
+    callbacks.onOpened = [this, job, &fatal, treeShown](const Manifest* ref, const Manifest* cand,
+                                                        const Diagnostics& problems) {
+        if ((ref || cand) && !treeShown) {
             emit metadataReady(job, ref ? *ref : *cand, cand ? *cand : *ref);
         }
         // Only a bundle that cannot be opened at all stops the comparison.

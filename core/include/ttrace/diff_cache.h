@@ -1,7 +1,11 @@
 #pragma once
-// Summary cache of diffs, so opening the same pair of bundles again is instant. The key covers
-// the name, size and modification time of both bundles' manifest and rank files, the diff
-// options and the engine version: any change to a file or an option misses the cache.
+// Summary cache of diffs, so comparing the same pair of bundles again costs one read of their
+// bytes instead of a diff. Where it lives: $XDG_CACHE_HOME/ttrace (else ~/.cache/ttrace), never
+// inside a bundle. What keys it: the engine version, the options, both bundles' directories and
+// the name, size and CRC-32 of the bytes of every file a diff reads (manifest.json and each
+// rank file), computed by reading them, never from names or times: a file changed in place with
+// its size and mtime restored misses the cache. The key is checked before any cached answer is
+// given, by every front end (docs/diff-json.md, "Summary cache").
 #include "ttrace/diff_engine.h"
 
 #include <cstddef>
@@ -13,32 +17,31 @@
 namespace ttrace {
 
 // Bumped whenever the engine computes anything differently, so old entries are never reused.
-inline constexpr int kDiffCacheVersion = 2; // 2: timeline phases, shape diagnosis, margin rule
+inline constexpr int kDiffCacheVersion = 3; // 3: keyed by content; 2: timeline phases, ...
 // Entries kept per cache directory (the newest by modification time). Each entry is a few
 // hundred KiB of JSON; the user cache directory is shared by every bundle ever opened, so it
 // must not grow without bound.
 inline constexpr std::size_t kMaxCachedDiffs = 32;
 
+// Reads every byte of both bundles' files (in parallel); empty when a file cannot be read, which
+// makes the pair uncacheable.
 [[nodiscard]] std::string diffCacheKey(const std::filesystem::path& reference,
                                        const std::filesystem::path& candidate,
                                        const DiffOptions& options);
 
-// Places searched, in order: <candidate>/.ttrace-cache, then $XDG_CACHE_HOME/ttrace (or
-// ~/.cache/ttrace) for read-only bundles.
-[[nodiscard]] std::vector<std::filesystem::path>
-diffCacheDirs(const std::filesystem::path& candidate);
+// The per-user cache directory, $XDG_CACHE_HOME/ttrace (or ~/.cache/ttrace); none when neither
+// variable is set.
+[[nodiscard]] std::vector<std::filesystem::path> diffCacheDirs();
 [[nodiscard]] std::filesystem::path diffCacheFile(const std::filesystem::path& dir,
                                                   const std::string& key);
 
-// The cached result for `key`, if any entry matches it exactly.
-std::optional<DiffResult> loadCachedDiff(const std::filesystem::path& candidate,
-                                         const std::string& key);
-// Stores a result in the first writable cache dir and prunes that dir to kMaxCachedDiffs
-// entries; returns the file, or empty on failure (a cache that cannot be written is not an
-// error).
+// The cached result for `key`, if an entry matches it exactly (nothing for an empty key).
+std::optional<DiffResult> loadCachedDiff(const std::string& key);
 // Removes all but the `keep` newest diff entries of `dir`.
 void pruneDiffCache(const std::filesystem::path& dir, std::size_t keep);
-std::filesystem::path storeCachedDiff(const std::filesystem::path& candidate,
-                                      const std::string& key, const DiffResult& result);
+// Stores a result atomically (temporary file, fsync, rename) and prunes the directory to
+// kMaxCachedDiffs entries; returns the file, or empty on failure (a cache that cannot be
+// written is not an error).
+std::filesystem::path storeCachedDiff(const std::string& key, const DiffResult& result);
 
 } // namespace ttrace

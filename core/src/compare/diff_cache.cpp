@@ -1,12 +1,16 @@
 #include "ttrace/diff_cache.h"
 
+#include "io/file_integrity.h"
 #include "ttrace/report_json.h"
+
+#include <tbb/parallel_for.h>
 
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
+#include <fcntl.h>
 #include <fstream>
 #include <iomanip>
 #include <sstream>
@@ -20,30 +24,41 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The files a diff reads: the manifest and every rank file (the cache dir itself is skipped,
-// so storing an entry does not invalidate it).
-void describeFiles(std::ostringstream& key, const fs::path& dir) {
+// One line per file a diff reads (the manifest and every rank file): name, size and the CRC-32
+// of its bytes. Content, not names and times: a file changed in place with its size and mtime
+// restored still changes the key. Only regular files are read (a FIFO would block forever);
+// anything else, or a file that cannot be read, makes the pair uncacheable (returns false).
+bool describeFiles(std::ostringstream& key, const fs::path& dir) {
     std::error_code ec;
     key << "dir " << fs::weakly_canonical(dir, ec).string() << "\n";
-    std::vector<std::string> lines;
+    std::vector<fs::path> files;
     for (const auto& entry : fs::directory_iterator(dir, ec)) {
         const auto name = entry.path().filename().string();
-        if (name != "manifest.json" && entry.path().extension() != ".h5") {
-            continue;
+        if (name == "manifest.json" || entry.path().extension() == ".h5") {
+            files.push_back(entry.path());
         }
-        std::error_code e1;
-        std::error_code e2;
-        const auto size = fs::file_size(entry.path(), e1);
-        const auto mtime = fs::last_write_time(entry.path(), e2).time_since_epoch().count();
-        std::ostringstream line;
-        line << name << " " << (e1 ? -1 : static_cast<std::int64_t>(size)) << " "
-             << (e2 ? -1 : static_cast<std::int64_t>(mtime));
-        lines.push_back(line.str());
     }
-    std::sort(lines.begin(), lines.end());
+    std::sort(files.begin(), files.end());
+    std::vector<std::string> lines(files.size());
+    // Files in parallel: the check reads every byte, at the disk's speed rather than one core's.
+    tbb::parallel_for(std::size_t{0}, files.size(), [&](std::size_t i) {
+        std::error_code e;
+        std::ostringstream line;
+        line << files[i].filename().string() << " ";
+        const auto size = fs::is_regular_file(files[i], e) ? fs::file_size(files[i], e) : 0;
+        const auto crc = e ? std::nullopt : fileCrc32(files[i]);
+        if (crc) {
+            line << size << " crc32 " << std::hex << std::setw(8) << std::setfill('0') << *crc;
+            lines[i] = line.str();
+        }
+    });
     for (const auto& l : lines) {
+        if (l.empty()) {
+            return false;
+        }
         key << l << "\n";
     }
+    return true;
 }
 
 std::string hexHash(const std::string& text) {
@@ -67,6 +82,26 @@ fs::path userCacheDir() {
     return {};
 }
 
+// Writes and fsyncs `text`: after a crash the rename below exposes either the old entry or a
+// complete new one, never a file of zeros.
+bool writeDurably(const std::string& path, const std::string& text) {
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        return false;
+    }
+    std::size_t done = 0;
+    while (done < text.size()) {
+        const auto n = ::write(fd, text.data() + done, text.size() - done);
+        if (n <= 0) {
+            ::close(fd);
+            return false;
+        }
+        done += static_cast<std::size_t>(n);
+    }
+    const bool synced = ::fsync(fd) == 0;
+    return ::close(fd) == 0 && synced;
+}
+
 } // namespace
 
 std::string diffCacheKey(const fs::path& reference, const fs::path& candidate,
@@ -75,9 +110,13 @@ std::string diffCacheKey(const fs::path& reference, const fs::path& candidate,
     key.precision(17);
     key << "ttrace-diff-cache " << kDiffCacheVersion << " json " << kDiffJsonVersion << "\n";
     key << "reference ";
-    describeFiles(key, reference);
+    if (!describeFiles(key, reference)) {
+        return {};
+    }
     key << "candidate ";
-    describeFiles(key, candidate);
+    if (!describeFiles(key, candidate)) {
+        return {};
+    }
     const auto& t = options.tolerance;
     key << "k " << t.k << " c " << t.c << " safety " << t.safetyFactor << " floor " << t.floor
         << " global " << (t.global ? std::to_string(*t.global) : "-") << "\n";
@@ -91,8 +130,10 @@ std::string diffCacheKey(const fs::path& reference, const fs::path& candidate,
     return key.str();
 }
 
-std::vector<fs::path> diffCacheDirs(const fs::path& candidate) {
-    std::vector<fs::path> dirs{candidate / ".ttrace-cache"};
+std::vector<fs::path> diffCacheDirs() {
+    // Never inside a bundle: bundles are evidence (attached to bug reports, read-only mounts,
+    // shared between users), and a tool that reads them must leave them byte for byte as found.
+    std::vector<fs::path> dirs;
     if (auto user = userCacheDir(); !user.empty()) {
         dirs.push_back(user);
     }
@@ -103,8 +144,11 @@ fs::path diffCacheFile(const fs::path& dir, const std::string& key) {
     return dir / ("diff-" + hexHash(key) + ".json");
 }
 
-std::optional<DiffResult> loadCachedDiff(const fs::path& candidate, const std::string& key) {
-    for (const auto& dir : diffCacheDirs(candidate)) {
+std::optional<DiffResult> loadCachedDiff(const std::string& key) {
+    if (key.empty()) {
+        return std::nullopt;
+    }
+    for (const auto& dir : diffCacheDirs()) {
         std::ifstream in(diffCacheFile(dir, key), std::ios::binary);
         if (!in) {
             continue;
@@ -152,10 +196,12 @@ void pruneDiffCache(const fs::path& dir, std::size_t keep) {
     }
 }
 
-fs::path storeCachedDiff(const fs::path& candidate, const std::string& key,
-                         const DiffResult& result) {
+fs::path storeCachedDiff(const std::string& key, const DiffResult& result) {
+    if (key.empty()) {
+        return {};
+    }
     const std::string text = nlohmann::json(key).dump() + "\n" + diffResultToJson(result, false);
-    for (const auto& dir : diffCacheDirs(candidate)) {
+    for (const auto& dir : diffCacheDirs()) {
         std::error_code ec;
         fs::create_directories(dir, ec);
         if (ec) {
@@ -164,12 +210,9 @@ fs::path storeCachedDiff(const fs::path& candidate, const std::string& key,
         const auto file = diffCacheFile(dir, key);
         // Write then rename: a concurrent reader sees the old entry or the new one, never half.
         const auto tmp = file.string() + ".tmp" + std::to_string(::getpid());
-        {
-            std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-            if (!out || !(out << text) || !out.flush()) {
-                fs::remove(tmp, ec);
-                continue;
-            }
+        if (!writeDurably(tmp, text)) {
+            fs::remove(tmp, ec);
+            continue;
         }
         fs::rename(tmp, file, ec);
         if (!ec) {

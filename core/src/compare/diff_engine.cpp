@@ -108,7 +108,7 @@ DiffResult diffBundles(const Bundle& reference, const Bundle& candidate, const D
     std::string cacheKey;
     if (options.useCache) {
         cacheKey = diffCacheKey(reference.dir(), candidate.dir(), options);
-        if (auto cached = loadCachedDiff(candidate.dir(), cacheKey)) {
+        if (auto cached = loadCachedDiff(cacheKey)) {
             replayCached(*cached, progress, onTensor);
             return std::move(*cached);
         }
@@ -160,22 +160,31 @@ DiffResult diffBundles(const Bundle& reference, const Bundle& candidate, const D
         return result;
     }
     assembleVerdicts(result, reference.manifest().modules);
-    if (options.useCache) {
-        storeCachedDiff(candidate.dir(), cacheKey, result);
+    // Stored only if no file changed while it was compared: the key is taken again (cheap:
+    // the CRCs of files whose inode, size and times are unchanged are remembered) and must match.
+    if (options.useCache && diffCacheKey(reference.dir(), candidate.dir(), options) == cacheKey) {
+        storeCachedDiff(cacheKey, result);
     }
     return result;
 }
 
 namespace {
 
-// A cache hit still tells the front end what it is looking at: the manifests alone are cheap.
+// A cached answer is given only after the content check: the key holds the CRC-32 of every
+// byte of both bundles, read now (what a cache keyed by names, sizes and times cannot see: a
+// value changed in place with the mtime restored). The CRCs are remembered for this process,
+// so on a miss the open's integrity check does not read the files again. A hit still tells
+// the front end what it is looking at: the manifests alone are cheap.
 std::optional<DiffResult> fromCache(const std::filesystem::path& reference,
                                     const std::filesystem::path& candidate,
                                     const DiffOptions& options, const DiffCallbacks& cb) {
     if (!options.useCache) {
         return std::nullopt;
     }
-    auto cached = loadCachedDiff(candidate, diffCacheKey(reference, candidate, options));
+    if (cb.progress && !cb.progress(0.0, "checking the summary cache against the bundles' bytes")) {
+        return std::nullopt; // cancelled: the open that follows notices it at once
+    }
+    auto cached = loadCachedDiff(diffCacheKey(reference, candidate, options));
     if (!cached) {
         return std::nullopt;
     }
@@ -206,8 +215,8 @@ Diagnostics sideDiagnostics(BundleOpenResult& ref, BundleOpenResult& cand) {
 DiffResult diffBundleDirs(const std::filesystem::path& reference,
                           const std::filesystem::path& candidate, const DiffOptions& options,
                           const DiffCallbacks& cb) {
-    // The cache is checked before opening: indexing every rank file is most of the cost of a
-    // small diff, and a hit must be instant.
+    // The cache is checked before opening (indexing every rank file costs more than reading
+    // the bytes for the key), but only against the content, never against names and times.
     if (auto cached = fromCache(reference, candidate, options, cb)) {
         return std::move(*cached);
     }

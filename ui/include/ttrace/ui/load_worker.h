@@ -27,6 +27,8 @@ public:
              const ttrace::DiffOptions& options, const CancelFlag& cancel);
 
 private:
+    // Emits metadataReady from the manifests alone; false when either cannot be read.
+    bool showManifests(quint64 job, const QString& reference, const QString& candidate);
     void runDiff(quint64 job, const QString& reference, const QString& candidate,
                  const ttrace::DiffOptions& options, const CancelFlag& cancel);
 
