@@ -253,7 +253,8 @@ private slots:
                      text.contains("ranks 0, 2") && text.contains("final_layernorm"),
                  qPrintable(text));
         // The core's walk starts at the same place.
-        QCOMPARE(replay::firstDivergence(d)->iteration, std::int64_t{0});
+        QCOMPARE(replay::firstDivergenceStart(d),
+                 std::optional(replay::DivergenceStart{0, replay::LocalizePhase::Reduction}));
 
         DiffResult clean;
         clean.tensors.push_back(tensor("loss", TensorKind::ForwardOutput, 0, 0, 0.2));
