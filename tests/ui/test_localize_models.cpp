@@ -317,6 +317,37 @@ private slots:
         QVERIFY(std::isnan(bars[1].captured));
     }
 
+    void theReplayedHistogramIsTheShownTensorsPeer() {
+        // A step replay returns param_after_step for every parameter: beside a module's
+        // main_grad[weight] goes its param_after_step[weight], the worst of that index.
+        ModuleVerdict step = verdict("", Verdict::Inherited, LocalizePhase::Reduction);
+        replay::TensorJudgement j;
+        j.id = {"nominal", 0, -1, "layers.0.norm", TensorKind::ParamAfterStep, "bias"};
+        j.ratio = 0.9;
+        step.judgement.tensors.push_back(j);
+        j.id.index = "weight";
+        j.ratio = 0.1;
+        step.judgement.tensors.push_back(j);
+        j.id.module = "layers.1.norm";
+        j.ratio = 0.5;
+        step.judgement.tensors.push_back(j);
+        const TensorId mainGrad{"nominal", 0, -1, "layers.0.norm", TensorKind::MainGrad, "weight"};
+        const auto* peer = replayedPeer(step, mainGrad);
+        QVERIFY(peer);
+        QCOMPARE(peer->id.module, std::string("layers.0.norm"));
+        QCOMPARE(peer->id.index, std::string("weight"));
+        // The same tensor, when the replay returned it.
+        TensorId after = mainGrad;
+        after.kind = TensorKind::ParamAfterStep;
+        after.index = "bias";
+        QCOMPARE(replayedPeer(step, after)->ratio, 0.9);
+        // No index in common: the module's worst; another module: nothing.
+        after.index = "scale";
+        QCOMPARE(replayedPeer(step, after)->id.index, std::string("bias"));
+        after.module = "embedding";
+        QVERIFY(!replayedPeer(step, after));
+    }
+
     void agentTargetsAreRememberedPerBundle() {
         AgentTarget t;
         QVERIFY(AgentTarget::parseHostPort("10.0.0.7:41733", t));
