@@ -51,15 +51,16 @@ QString diagnosisText(const TensorResult& t) {
     return lines.join('\n');
 }
 
-// "Replayed param after step[weight]: 2.1e-4 × replay tolerance (captured 4.9e3)".
+// Two short lines, so the title fits half the pane: "Replayed param after step[weight]" over
+// "0.02 × replay tolerance · captured 4.9e3".
 QString replayTitle(const replay::TensorJudgement& peer, double captured) {
     const QString tensor =
         QStringLiteral("%1[%2]").arg(kindTitle(peer.id.kind), qstr(peer.id.index));
-    const QString replayed = formatRatio(peer.ratio);
-    return std::isnan(captured)
-               ? DrillDownPane::tr("Replayed %1: %2 × replay tolerance").arg(tensor, replayed)
-               : DrillDownPane::tr("Replayed %1: %2 × replay tolerance (captured %3)")
-                     .arg(tensor, replayed, formatRatio(captured));
+    QString ratios = DrillDownPane::tr("%1 × replay tolerance").arg(formatRatio(peer.ratio));
+    if (!std::isnan(captured)) {
+        ratios += DrillDownPane::tr(" · captured %1").arg(formatRatio(captured));
+    }
+    return DrillDownPane::tr("Replayed %1\n%2").arg(tensor, ratios);
 }
 
 } // namespace
@@ -196,7 +197,7 @@ void DrillDownPane::refreshReplay() {
         replayHistogram_->setHistogram(nullptr);
         return;
     }
-    replay_->setComparison(tr("Replayed with the reference's inputs: %1 %2")
+    replay_->setComparison(tr("Replayed with the reference's inputs\n%1: %2")
                                .arg(qstr(module), localizeBadgeText(localize.badge(module))),
                            replayBars(results, *v, module));
     const replay::TensorJudgement* peer = replayedPeer(*v, results.tensor(*current_).id);
