@@ -20,7 +20,7 @@ void LocalizeTable::diffLine(const DiffResult& diff) {
     const auto& s = diff.summary;
     out_ << "diff       " << s.compared << " tensors compared, " << s.divergent
          << " divergent, max ratio " << formatNumber(s.maxRatio) << "\n";
-    if (const auto start = firstDivergence(diff)) {
+    if (const auto start = firstDivergenceStart(diff)) {
         out_ << "first divergence in iteration " << start->iteration << ", "
              << localizePhaseName(start->phase) << "\n";
     }

@@ -1,8 +1,9 @@
-// The localize walk on synthetic diffs with a scripted judge: where it starts (first
-// divergence in time), the order it replays in, the subtree rule (inherited roots are not
-// descended into, introduced ones are narrowed to their introduced children), the optimizer
-// phases, and stopping on an agent failure or cancellation.
+// The localize walk on synthetic diffs with a scripted judge: where it starts (the report's
+// first divergence in time, as `ttrace diff`'s), the order it replays in, the subtree rule
+// (inherited roots are not descended into, introduced ones are narrowed to their introduced
+// children), the optimizer phases, and stopping on an agent failure or cancellation.
 #include "ttrace/replay/localize_walk.h"
+#include "ttrace/verdict.h"
 
 #include <QtTest>
 
@@ -22,15 +23,16 @@ TensorResult tensor(const std::string& module, TensorKind kind, std::int64_t ite
     return t;
 }
 
+// Assembled as the diff engine assembles a real diff: modules, verdicts and the timeline.
 DiffResult diffOf(const std::vector<std::string>& modules, std::vector<TensorResult> tensors) {
     DiffResult d;
+    std::vector<ModuleInfo> infos;
     for (std::size_t i = 0; i < modules.size(); ++i) {
-        ModuleResult m;
-        m.name = modules[i];
-        m.order = static_cast<int>(i);
-        d.modules.push_back(m);
+        const auto depth = std::count(modules[i].begin(), modules[i].end(), '.');
+        infos.push_back({modules[i], static_cast<int>(i), static_cast<int>(depth), "Module"});
     }
     d.tensors = std::move(tensors);
+    assembleVerdicts(d, infos);
     return d;
 }
 
@@ -79,18 +81,80 @@ class TestLocalizeWalk : public QObject {
     Q_OBJECT
 private slots:
     void startsAtTheFirstDivergenceInTime() {
-        // Iteration 1 forward diverges hugely; iteration 0 backward already diverges a little.
+        // Iteration 1 forward diverges hugely; iteration 0 backward already diverges a little,
+        // and iteration 0's forward only in what the embedding was fed.
         auto d = diffOf(kModules, {tensor("loss", TensorKind::ForwardOutput, 1, 0, 1e6),
                                    tensor("layers.1.mlp", TensorKind::ParamGrad, 0, 1, 3.0),
                                    tensor("embedding", TensorKind::ForwardInput, 0, 0, 9.0)});
-        const auto start = firstDivergence(d);
-        QVERIFY(start);
-        QCOMPARE(start->iteration, std::int64_t{0});
-        QCOMPARE(start->phase, LocalizePhase::Backward); // a diverging input alone does not count
-        QCOMPARE(phaseOf({"nominal", 2, -1, "x", TensorKind::Parameter, "w"}),
+        // The walk starts where the report's timeline does ...
+        QVERIFY(d.firstDivergence);
+        QCOMPARE(d.firstDivergence->kind, TensorKind::ForwardInput);
+        QCOMPARE(firstDivergenceStart(d),
+                 std::optional(DivergenceStart{0, LocalizePhase::Forward}));
+        // ... but that forward produced nothing wrong (a diverging input alone has nothing to
+        // replay): the replays begin at the next step on the timeline, iteration 0's backward.
+        QCOMPARE(replayStart(d), std::optional(DivergenceStart{0, LocalizePhase::Backward}));
+        ScriptedJudge judge;
+        const auto r = walkDivergence(d, std::ref(judge), {});
+        QCOMPARE(r.start, firstDivergenceStart(d));
+        QCOMPARE(judge.names(), (Names{"layers.1.mlp"}));
+        QCOMPARE(judge.asked.front().phase, LocalizePhase::Backward);
+        QCOMPARE(judge.asked.front().microBatch, std::int64_t{1});
+
+        QCOMPARE(divergenceStartOf({"nominal", 2, -1, "x", TensorKind::Parameter, "w"}),
                  (DivergenceStart{1, LocalizePhase::Step}));
-        QVERIFY(!firstDivergence(
+        QCOMPARE(divergenceStartOf({"nominal", 0, -1, "x", TensorKind::Parameter, "w"}),
+                 (DivergenceStart{0, LocalizePhase::Forward})); // the initial weights
+        QVERIFY(!firstDivergenceStart(
             diffOf(kModules, {tensor("loss", TensorKind::ForwardOutput, 0, 0, 0.9)})));
+    }
+
+    void aDivergingParameterSitsAtTheStepThatWroteIt() {
+        // Iteration 0 is clean as far as it was captured (no param_after_step); iteration 1's
+        // parameters and everything after them diverge. The report's timeline and the walk
+        // used to disagree here: the report put the parameter in iteration 1's forward, the
+        // walk at iteration 0's optimizer step. Both now place it where it was written.
+        const auto d =
+            diffOf(kModules, {tensor("embedding", TensorKind::ForwardOutput, 0, 0, 0.3),
+                              tensor("embedding", TensorKind::MainGrad, 0, -1, 0.2),
+                              tensor("layers.0.mlp", TensorKind::MainGrad, 0, -1, 0.4),
+                              tensor("layers.0.mlp", TensorKind::Parameter, 1, -1, 60.0),
+                              tensor("embedding", TensorKind::Parameter, 1, -1, 40.0),
+                              tensor("embedding", TensorKind::ForwardOutput, 1, 0, 40.0),
+                              tensor("layers.0.mlp", TensorKind::ForwardOutput, 1, 0, 50.0)});
+        QVERIFY(d.firstDivergence);
+        const auto& f = *d.firstDivergence;
+        QCOMPARE(f.iteration, std::int64_t{0});
+        QCOMPARE(f.phase, Phase::OptimizerStep);
+        QCOMPARE(f.kind, TensorKind::Parameter);
+        QCOMPARE(f.module, std::string("embedding")); // execution order within the step
+        QCOMPARE(f.alsoInPhase, (Names{"layers.0.mlp"}));
+        const DivergenceStart step{0, LocalizePhase::Step};
+        QCOMPARE(firstDivergenceStart(d), std::optional(step));
+        QCOMPARE(replayStart(d), std::optional(step));
+
+        // The walk replays iteration 0's step over every parameter, judged against the worst
+        // parameter it wrote; a step that still diverges given the reference's inputs is guilty.
+        ScriptedJudge agrees;
+        auto r = walkDivergence(d, std::ref(agrees), {});
+        QCOMPARE(r.start, std::optional(step));
+        QCOMPARE(agrees.asked.size(), std::size_t{1});
+        QCOMPARE(agrees.asked[0].module, std::string());
+        QCOMPARE(agrees.asked[0].iteration, std::int64_t{0});
+        QCOMPARE(agrees.asked[0].phase, LocalizePhase::Step);
+        QCOMPARE(agrees.asked[0].diffRatio, 60.0);
+        QVERIFY(!r.introduced()); // the step agrees and no reduction was suspected
+        r = walkDivergence(d, [](const Suspect&) {
+            ModuleVerdict v;
+            v.verdict = Verdict::Introduced;
+            TensorJudgement bad;
+            bad.id = {"nominal", 0, -1, "layers.0.mlp", TensorKind::ParamAfterStep, "weight"};
+            bad.status = Status::Divergent;
+            v.judgement.tensors = {bad};
+            return v;
+        });
+        QCOMPARE(r.guiltyPhase, std::optional(LocalizePhase::Step));
+        QCOMPARE(r.guiltyParameters, (Names{"layers.0.mlp"}));
     }
 
     void inheritedRootsAreNotDescendedInto() {

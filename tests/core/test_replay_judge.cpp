@@ -2,9 +2,13 @@
 // (copy and partial sums), compared with the reference, and held to the floor measured from
 // the replays of the reference's perturbed inputs through the empirical rule.
 #include "ttrace/replay/agent_judge.h"
+#include "ttrace/replay/localize_report.h"
 #include "ttrace/replay/replay_judge.h"
 #include "ttrace/verdict.h"
 
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QtTest>
 
 #include <cmath>
@@ -90,6 +94,33 @@ ReferenceLookup lookupOf(const FullTensor& reference) {
 }
 
 const JudgeSettings kFp32{ToleranceSettings{}, "fp32"};
+
+std::int64_t histogramTotal(const ErrorHistogram& h) {
+    std::int64_t n = h.exactZero + h.nonFinite;
+    for (const auto c : h.counts) {
+        n += c;
+    }
+    return n;
+}
+
+// Elements in bins that start at or beyond one tolerance unit (the bins' spacing is the
+// histogram's business: this reads only the edges).
+std::int64_t beyondOneUnit(const ErrorHistogram& h) {
+    std::int64_t n = h.nonFinite;
+    for (std::size_t i = 0; i < h.counts.size() && i < h.edges.size(); ++i) {
+        n += h.edges[i] >= 1.0 ? h.counts[i] : 0;
+    }
+    return n;
+}
+
+// The bin whose [edges[i], edges[i+1]) holds x tolerance units.
+std::size_t binOf(const ErrorHistogram& h, double x) {
+    std::size_t i = 0;
+    while (i + 1 < h.counts.size() && i + 1 < h.edges.size() && x >= h.edges[i + 1]) {
+        ++i;
+    }
+    return i;
+}
 
 } // namespace
 
@@ -205,6 +236,68 @@ private slots:
 
         j = judgeReplay(ReplayReply{}, lookupOf(fullTensor(base)), kFp32);
         QVERIFY(!j.judgeable);
+    }
+
+    void theReplayedErrorIsHistogrammedInReplayToleranceUnits() {
+        // One element lost given the reference's inputs: the replay's histogram puts exactly
+        // that element beyond the replay tolerance, in the bin of its own error, and every other
+        // element (float32 round-off) far below it.
+        const auto base = baseValues();
+        const auto reference = fullTensor(base);
+        auto buggy = jittered(base, 1e-7, 1);
+        constexpr std::size_t kLost = 5 * kCols + 3;
+        buggy[kLost] = 0.0f;
+        std::map<std::string, FullTensor> replayed;
+        replayed["nominal"] = fullTensor(std::vector<double>(buggy.begin(), buggy.end()));
+        for (const int k : {2, 3}) {
+            auto p = jittered(base, 3e-6, k);
+            p[kLost] = 0.0f;
+            replayed["perturbed-" + std::to_string(k)] =
+                fullTensor(std::vector<double>(p.begin(), p.end()));
+        }
+        const auto j = judgeTensor(kId, reference, replayed, kFp32);
+        QCOMPARE(j.status, Status::Divergent);
+        const auto& h = j.histogram;
+        QVERIFY(!h.counts.empty() && h.edges.size() == h.counts.size() + 1);
+        QCOMPARE(histogramTotal(h), kRows * kCols);
+        QCOMPARE(beyondOneUnit(h), std::int64_t{1});
+        double sumSq = 0.0;
+        for (const double v : reference.values) {
+            sumSq += v * v;
+        }
+        const double unit = j.tolerance.value * std::sqrt(sumSq / double(reference.values.size()));
+        const double lostUnits = std::abs(reference.values[kLost]) / unit;
+        QVERIFY2(lostUnits > 10.0, std::to_string(lostUnits).c_str());
+        QCOMPARE(h.counts[binOf(h, lostUnits)], std::int64_t{1});
+
+        // The same replay without the bug: nothing reaches the replay tolerance.
+        replayed["nominal"] = fullTensor(base);
+        replayed["nominal"].values[7] += 1e-9; // not all exact
+        const auto clean = judgeTensor(kId, reference, replayed, kFp32);
+        QCOMPARE(clean.status, Status::Clean);
+        QCOMPARE(histogramTotal(clean.histogram), kRows * kCols);
+        QCOMPARE(beyondOneUnit(clean.histogram), std::int64_t{0});
+        QCOMPARE(clean.histogram.exactZero, kRows * kCols - 1);
+
+        // The localize JSON carries it with the diff report's field names.
+        LocalizeResult r;
+        ModuleVerdict v;
+        v.suspect.module = kId.module;
+        v.judgement.tensors.push_back(j);
+        r.verdicts.push_back(v);
+        const auto doc = QJsonDocument::fromJson(
+            QByteArray::fromStdString(localizeResultToJson(r, LocalizeContext{})));
+        const auto json = doc.object()["verdicts"]
+                              .toArray()[0]
+                              .toObject()["tensors"]
+                              .toArray()[0]
+                              .toObject()["histogram"]
+                              .toObject();
+        QCOMPARE(json["counts"].toArray().size(), qsizetype(h.counts.size()));
+        QCOMPARE(json["edges"].toArray().size(), qsizetype(h.edges.size()));
+        QCOMPARE(json["counts"].toArray()[qsizetype(binOf(h, lostUnits))].toInteger(), 1);
+        QCOMPARE(json["exact_zero"].toInteger(), h.exactZero);
+        QCOMPARE(json["non_finite"].toInteger(), 0);
     }
 
     void shapeMismatchIsInvalid() {

@@ -6,6 +6,7 @@
 #include "ttrace/ui/agent_status_widget.h"
 #include "ttrace/ui/connect_dialog.h"
 #include "ttrace/ui/drill_down_pane.h"
+#include "ttrace/ui/error_histogram_plot.h"
 #include "ttrace/ui/headline_bar.h"
 #include "ttrace/ui/layer_tree_pane.h"
 #include "ttrace/ui/localize_ui.h"
@@ -189,6 +190,15 @@ private slots:
         // The drill-down plots the replayed error beside the captured one.
         QVERIFY(w.drillDownPane()->replayPlot()->isVisible());
         QVERIFY(w.drillDownPane()->replayPlot()->barCount() > 0);
+        // ... and the replayed forward output's element errors beside the captured ones: the
+        // bug persists given the reference's inputs, so some element stays beyond the line.
+        const auto* replayed = w.drillDownPane()->replayHistogramPlot();
+        QVERIFY(replayed->isVisible());
+        QVERIFY2(replayed->title().startsWith("Replayed fwd output["),
+                 qPrintable(replayed->title()));
+        QVERIFY(replayed->plottedElements() > 0);
+        QVERIFY(replayed->elementsBeyondTolerance() > 0);
+        QVERIFY(w.drillDownPane()->histogramPlot()->plottedElements() > 0);
 
         // Its parent contains the bug; a module after it only inherits it.
         QVERIFY(w.treePane()->selectModule("layers.1.mlp", 2));
@@ -304,9 +314,15 @@ private slots:
         QVERIFY(shot.save(out));
         QVERIFY(w.headlineBar()->isVisible());
         QVERIFY(w.headlineBar()->geometry().bottom() < w.height() / 4);
-        // The selected norm's drill-down shows its replay beside the capture.
+        // The selected norm's drill-down shows its replay beside the capture: the step's
+        // param_after_step, replayed with the reference's main grads, as a histogram over all
+        // of its elements.
         QVERIFY(w.drillDownPane()->replayPlot()->isVisible());
         QVERIFY(w.drillDownPane()->replayPlot()->barCount() > 0);
+        const auto* replayed = w.drillDownPane()->replayHistogramPlot();
+        QVERIFY(replayed->isVisible());
+        QVERIFY2(replayed->title().contains("param after step"), qPrintable(replayed->title()));
+        QVERIFY(replayed->plottedElements() > 0);
         // The dock stays small: the tree and drill-down keep the window.
         QVERIFY(w.warningsDock()->height() < w.height() / 5);
     }

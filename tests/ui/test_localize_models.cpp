@@ -253,7 +253,8 @@ private slots:
                      text.contains("ranks 0, 2") && text.contains("final_layernorm"),
                  qPrintable(text));
         // The core's walk starts at the same place.
-        QCOMPARE(replay::firstDivergence(d)->iteration, std::int64_t{0});
+        QCOMPARE(replay::firstDivergenceStart(d),
+                 std::optional(replay::DivergenceStart{0, replay::LocalizePhase::Reduction}));
 
         DiffResult clean;
         clean.tensors.push_back(tensor("loss", TensorKind::ForwardOutput, 0, 0, 0.2));
@@ -314,6 +315,37 @@ private slots:
         QCOMPARE(bars[0].captured, 30.0);
         QCOMPARE(bars[0].replayed, 0.2);
         QVERIFY(std::isnan(bars[1].captured));
+    }
+
+    void theReplayedHistogramIsTheShownTensorsPeer() {
+        // A step replay returns param_after_step for every parameter: beside a module's
+        // main_grad[weight] goes its param_after_step[weight], the worst of that index.
+        ModuleVerdict step = verdict("", Verdict::Inherited, LocalizePhase::Reduction);
+        replay::TensorJudgement j;
+        j.id = {"nominal", 0, -1, "layers.0.norm", TensorKind::ParamAfterStep, "bias"};
+        j.ratio = 0.9;
+        step.judgement.tensors.push_back(j);
+        j.id.index = "weight";
+        j.ratio = 0.1;
+        step.judgement.tensors.push_back(j);
+        j.id.module = "layers.1.norm";
+        j.ratio = 0.5;
+        step.judgement.tensors.push_back(j);
+        const TensorId mainGrad{"nominal", 0, -1, "layers.0.norm", TensorKind::MainGrad, "weight"};
+        const auto* peer = replayedPeer(step, mainGrad);
+        QVERIFY(peer);
+        QCOMPARE(peer->id.module, std::string("layers.0.norm"));
+        QCOMPARE(peer->id.index, std::string("weight"));
+        // The same tensor, when the replay returned it.
+        TensorId after = mainGrad;
+        after.kind = TensorKind::ParamAfterStep;
+        after.index = "bias";
+        QCOMPARE(replayedPeer(step, after)->ratio, 0.9);
+        // No index in common: the module's worst; another module: nothing.
+        after.index = "scale";
+        QCOMPARE(replayedPeer(step, after)->id.index, std::string("bias"));
+        after.module = "embedding";
+        QVERIFY(!replayedPeer(step, after));
     }
 
     void agentTargetsAreRememberedPerBundle() {

@@ -4,6 +4,7 @@
 #include "ttrace/ui/models/color_scale.h"
 #include "ttrace/ui/models/layer_tree_model.h"
 #include "ttrace/ui/models/number_format.h"
+#include "ttrace/ui/models/replay_bars.h"
 #include "ttrace/ui/models/stats_table_model.h"
 #include "ttrace/ui/models/tensor_columns.h"
 #include "ttrace/ui/ratio_history_plot.h"
@@ -15,6 +16,8 @@
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QVBoxLayout>
+
+#include <cmath>
 
 namespace ttrace::ui {
 namespace {
@@ -48,6 +51,18 @@ QString diagnosisText(const TensorResult& t) {
     return lines.join('\n');
 }
 
+// Two short lines, so the title fits half the pane: "Replayed param after step[weight]" over
+// "0.02 × replay tolerance · captured 4.9e3".
+QString replayTitle(const replay::TensorJudgement& peer, double captured) {
+    const QString tensor =
+        QStringLiteral("%1[%2]").arg(kindTitle(peer.id.kind), qstr(peer.id.index));
+    QString ratios = DrillDownPane::tr("%1 × replay tolerance").arg(formatRatio(peer.ratio));
+    if (!std::isnan(captured)) {
+        ratios += DrillDownPane::tr(" · captured %1").arg(formatRatio(captured));
+    }
+    return DrillDownPane::tr("Replayed %1\n%2").arg(tensor, ratios);
+}
+
 } // namespace
 
 DrillDownPane::DrillDownPane(const LayerTreeModel* model, QWidget* parent)
@@ -62,7 +77,8 @@ DrillDownPane::DrillDownPane(const LayerTreeModel* model, QWidget* parent)
     , shards_(new ShardErrorPlot(this))
     , stats_(new StatsTableModel(this))
     , table_(new StatsTable(stats_, this))
-    , replay_(new ReplayComparisonPlot(this)) {
+    , replay_(new ReplayComparisonPlot(this))
+    , replayHistogram_(new ErrorHistogramPlot(this)) {
     setObjectName(QStringLiteral("drillDownPane"));
     QFont titleFont = font();
     titleFont.setPointSizeF(font().pointSizeF() * 1.25);
@@ -76,6 +92,8 @@ DrillDownPane::DrillDownPane(const LayerTreeModel* model, QWidget* parent)
     diagnosis_->setWordWrap(true);
     diagnosis_->setTextInteractionFlags(Qt::TextSelectableByMouse);
     diagnosis_->setVisible(false);
+    replayHistogram_->setObjectName(QStringLiteral("replayHistogram"));
+    replayHistogram_->setAxisLabel(tr("|replayed − ref| per element / element replay tolerance"));
 
     auto* header = new QHBoxLayout;
     auto* titles = new QVBoxLayout;
@@ -92,7 +110,10 @@ DrillDownPane::DrillDownPane(const LayerTreeModel* model, QWidget* parent)
     grid->addWidget(history_, 0, 1);
     grid->addWidget(shards_, 1, 0);
     grid->addWidget(table_, 1, 1);
-    grid->addWidget(replay_, 2, 0, 1, 2);
+    // The replayed histogram sits under the captured one, on the same bins, so a divergence
+    // that vanishes given the reference's inputs shows as bars moving left of the line.
+    grid->addWidget(replayHistogram_, 2, 0);
+    grid->addWidget(replay_, 2, 1);
     grid->setRowStretch(0, 1);
     grid->setRowStretch(1, 1);
     grid->setRowStretch(2, 1);
@@ -163,20 +184,32 @@ void DrillDownPane::refreshReplay() {
     const auto& results = model_->results();
     const std::string module = current_ ? results.tensor(*current_).id.module : std::string();
     const auto& localize = model_->localize();
-    const replay::ModuleVerdict* v = localize.verdict(module);
-    if (!v && isGuiltyBadge(localize.badge(module))) {
+    // No tensor shown, no replay (the step replay over every parameter is named "").
+    const replay::ModuleVerdict* v = current_ ? localize.verdict(module) : nullptr;
+    if (!v && current_ && isGuiltyBadge(localize.badge(module))) {
         v = localize.stepVerdict(); // a step replay over every parameter badged this module
     }
     replay_->setVisible(v != nullptr);
-    if (v) {
-        replay_->setComparison(tr("Replayed with the reference's inputs: %1 %2")
-                                   .arg(qstr(module), localizeBadgeText(localize.badge(module))),
-                               replayBars(results, *v, module));
+    replayHistogram_->setVisible(v != nullptr);
+    histogram_->setTitle(v ? tr("Captured: element errors in tolerance units")
+                           : tr("Element errors in tolerance units"));
+    if (!v) {
+        replayHistogram_->setHistogram(nullptr);
+        return;
     }
+    replay_->setComparison(tr("Replayed with the reference's inputs\n%1: %2")
+                               .arg(qstr(module), localizeBadgeText(localize.badge(module))),
+                           replayBars(results, *v, module));
+    const replay::TensorJudgement* peer = replayedPeer(*v, results.tensor(*current_).id);
+    static const ErrorHistogram kNone; // "no histogram", not "select a tensor"
+    replayHistogram_->setHistogram(peer ? &peer->histogram : &kNone);
+    replayHistogram_->setTitle(peer ? replayTitle(*peer, capturedRatio(results, peer->id))
+                                    : tr("Replayed: no tensor of %1 returned").arg(qstr(module)));
 }
 
 void DrillDownPane::replotNow() {
     replay_->replotNow();
+    replayHistogram_->replotNow();
     histogram_->replotNow();
     history_->replotNow();
     shards_->replotNow();

@@ -115,6 +115,21 @@ void ErrorHistogramPlot::setHistogram(const ErrorHistogram* h) {
     plot_->replot(QCustomPlot::rpQueuedReplot);
 }
 
+void ErrorHistogramPlot::setTitle(const QString& title) {
+    if (auto* t = qobject_cast<QCPTextElement*>(plot_->plotLayout()->element(0, 0))) {
+        t->setText(title);
+    }
+}
+
+QString ErrorHistogramPlot::title() const {
+    const auto* t = qobject_cast<QCPTextElement*>(plot_->plotLayout()->element(0, 0));
+    return t ? t->text() : QString();
+}
+
+void ErrorHistogramPlot::setAxisLabel(const QString& label) {
+    plot_->xAxis->setLabel(label);
+}
+
 void ErrorHistogramPlot::replotNow() {
     plot_->replot(QCustomPlot::rpImmediateRefresh);
 }

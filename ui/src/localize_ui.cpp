@@ -30,10 +30,10 @@ using namespace ttrace::replay;
 
 // The suspect a tensor makes: its phase of the step, at its iteration and micro-batch.
 Suspect suspectOf(const TensorId& id) {
-    const DivergenceStart at = phaseOf(id);
+    const DivergenceStart at = divergenceStartOf(id); // the report's timeline
     Suspect s;
     s.module = id.module;
-    s.iteration = std::max<std::int64_t>(at.iteration, 0);
+    s.iteration = at.iteration;
     s.phase = at.phase;
     s.microBatch = std::max<std::int64_t>(id.microBatch, 0);
     return s;
@@ -177,7 +177,7 @@ std::optional<Suspect> LocalizeUi::suspectFor(const QString& module) const {
         if (t.id.module != name || t.status != Status::Divergent) {
             continue;
         }
-        const auto at = phaseOf(t.id);
+        const auto at = divergenceStartOf(t.id);
         if (!when || at < *when) {
             when = at;
             best = suspectOf(t.id);

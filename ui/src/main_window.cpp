@@ -399,8 +399,10 @@ void MainWindow::showStory(const DiffResult& result) {
     headline_->setHeadline(story);
     if (story.divergent) {
         // The story starts at its iteration: the tree shows that step, the first divergence
-        // in time selected in the column of its tensor kind.
-        tree_->setIteration(story.iteration);
+        // in time selected in the column of its tensor kind. The tensor's own iteration: a
+        // parameter sits on the timeline at the step before it (the step that wrote it).
+        tree_->setIteration(story.tensor ? result.tensors[*story.tensor].id.iteration
+                                         : story.iteration);
         const QString module = story.module;
         if (tree_->selectModule(
                 module, columnOfKind(story.kind).value_or(model_->divergentColumn(module)))) {

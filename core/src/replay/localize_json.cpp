@@ -25,6 +25,14 @@ json toJson(const Diagnostics& ds) {
     return a;
 }
 
+// The same fields as a diff tensor's histogram (docs/diff-json.md), in replay-tolerance units.
+json toJson(const ErrorHistogram& h) {
+    return {{"edges", h.edges},
+            {"counts", h.counts},
+            {"exact_zero", h.exactZero},
+            {"non_finite", h.nonFinite}};
+}
+
 json toJson(const TensorJudgement& t) {
     json samples = json::array();
     for (const double f : t.floorSamples) {
@@ -46,6 +54,7 @@ json toJson(const TensorJudgement& t) {
             {"floor_mean", num(t.tolerance.floorMean)},
             {"floor_spread", num(t.tolerance.floorSpread)},
             {"ratio", num(t.ratio)},
+            {"histogram", toJson(t.histogram)},
             {"findings", toJson(t.findings)}};
 }
 

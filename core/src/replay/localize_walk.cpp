@@ -1,9 +1,9 @@
 #include "ttrace/replay/localize_walk.h"
 
+#include "ttrace/time_place.h"
+
 #include <algorithm>
 #include <chrono>
-#include <limits>
-#include <map>
 #include <set>
 
 namespace ttrace::replay {
@@ -16,17 +16,24 @@ bool isPhaseOutput(LocalizePhase phase, TensorKind kind) {
         return kind == TensorKind::InputGrad || kind == TensorKind::ParamGrad;
     case LocalizePhase::Reduction: return kind == TensorKind::MainGrad;
     case LocalizePhase::Step:
-        return kind == TensorKind::ParamAfterStep || kind == TensorKind::OptimizerState;
+        // A parameter of the next iteration is what the step wrote (timePlaceOf).
+        return kind == TensorKind::ParamAfterStep || kind == TensorKind::OptimizerState ||
+               kind == TensorKind::Parameter;
     }
     return false;
 }
 
-std::map<std::string, int> moduleOrder(const DiffResult& diff) {
-    std::map<std::string, int> order;
-    for (const auto& m : diff.modules) {
-        order[m.name] = m.order;
+// The report's timeline, divergent tensors only, in time order.
+template <typename Visit> void forEachDivergentInTime(const DiffResult& diff, Visit visit) {
+    for (const auto i : diff.timeline) {
+        if (i < diff.tensors.size() && diff.tensors[i].status == Status::Divergent) {
+            visit(diff.tensors[i]);
+        }
     }
-    return order;
+}
+
+bool isOptimizerPhase(LocalizePhase phase) {
+    return phase == LocalizePhase::Reduction || phase == LocalizePhase::Step;
 }
 
 class Walker {
@@ -100,11 +107,11 @@ void walkOptimizer(const DiffResult& diff, const DivergenceStart& start, Walker&
     s.iteration = start.iteration;
     s.microBatch = -1;
     s.phase = LocalizePhase::Step; // what is replayed; start.phase says what is suspected
-    for (const auto& t : diff.tensors) {
-        if (t.id.iteration == start.iteration && isPhaseOutput(start.phase, t.id.kind)) {
+    forEachDivergentInTime(diff, [&](const TensorResult& t) {
+        if (divergenceStartOf(t.id) == start && isPhaseOutput(start.phase, t.id.kind)) {
             s.diffRatio = std::max(s.diffRatio, t.ratio);
         }
-    }
+    });
     ModuleVerdict v;
     if (!walker.judge(s, 0, v)) {
         return;
@@ -152,66 +159,56 @@ std::string_view verdictName(Verdict verdict) {
     return "not replayable";
 }
 
-DivergenceStart phaseOf(const TensorId& id) {
-    switch (id.kind) {
-    case TensorKind::ForwardInput:
-    case TensorKind::ForwardOutput: return {id.iteration, LocalizePhase::Forward};
-    case TensorKind::OutputGrad:
-    case TensorKind::InputGrad:
-    case TensorKind::ParamGrad: return {id.iteration, LocalizePhase::Backward};
-    case TensorKind::MainGrad: return {id.iteration, LocalizePhase::Reduction};
-    case TensorKind::Parameter: return {id.iteration - 1, LocalizePhase::Step};
-    case TensorKind::ParamAfterStep:
-    case TensorKind::OptimizerState: return {id.iteration, LocalizePhase::Step};
+LocalizePhase localizePhaseOf(Phase phase) {
+    switch (phase) {
+    case Phase::Forward: return LocalizePhase::Forward;
+    case Phase::Backward: return LocalizePhase::Backward;
+    case Phase::GradReduction: return LocalizePhase::Reduction;
+    case Phase::OptimizerStep: return LocalizePhase::Step;
     }
-    return {id.iteration, LocalizePhase::Forward};
+    return LocalizePhase::Forward;
 }
 
-std::optional<DivergenceStart> firstDivergence(const DiffResult& diff) {
-    std::optional<DivergenceStart> first;
-    for (const auto& t : diff.tensors) {
-        // What a phase consumes (forward inputs, output gradients) diverges only because
-        // something produced it wrong, or because the job was fed other data: the walk starts
-        // where something was produced wrong.
-        const bool consumed =
-            t.id.kind == TensorKind::ForwardInput || t.id.kind == TensorKind::OutputGrad;
-        if (t.status == Status::Divergent && !consumed) {
-            const auto p = phaseOf(t.id);
-            if (!first || p < *first) {
-                first = p;
-            }
-        }
+DivergenceStart divergenceStartOf(const TensorId& id) {
+    const TimePlace at = timePlaceOf(id);
+    return {at.iteration, localizePhaseOf(at.phase)};
+}
+
+std::optional<DivergenceStart> firstDivergenceStart(const DiffResult& diff) {
+    if (!diff.firstDivergence) {
+        return std::nullopt;
     }
-    return first;
+    return DivergenceStart{diff.firstDivergence->iteration,
+                           localizePhaseOf(diff.firstDivergence->phase)};
+}
+
+std::optional<DivergenceStart> replayStart(const DiffResult& diff) {
+    const auto first = firstDivergenceStart(diff);
+    std::optional<DivergenceStart> at;
+    forEachDivergentInTime(diff, [&](const TensorResult& t) {
+        const auto p = divergenceStartOf(t.id);
+        if (!at && first && !(p < *first) &&
+            (isOptimizerPhase(p.phase) || isPhaseOutput(p.phase, t.id.kind))) {
+            at = p;
+        }
+    });
+    return at;
 }
 
 std::vector<Suspect> suspectsAt(const DiffResult& diff, const DivergenceStart& start) {
-    std::map<std::string, Suspect> byModule;
-    for (const auto& t : diff.tensors) {
-        if (t.status != Status::Divergent || t.id.iteration != start.iteration ||
-            !isPhaseOutput(start.phase, t.id.kind)) {
-            continue;
+    std::vector<Suspect> out; // in the order of the report's timeline
+    forEachDivergentInTime(diff, [&](const TensorResult& t) {
+        if (divergenceStartOf(t.id) != start || !isPhaseOutput(start.phase, t.id.kind)) {
+            return;
         }
-        auto [it, fresh] = byModule.try_emplace(t.id.module);
-        auto& s = it->second;
-        if (fresh) {
-            s = {t.id.module, start.iteration, t.id.microBatch, start.phase, t.ratio};
+        const auto it = std::find_if(out.begin(), out.end(),
+                                     [&](const Suspect& s) { return s.module == t.id.module; });
+        if (it == out.end()) {
+            out.push_back({t.id.module, start.iteration, t.id.microBatch, start.phase, t.ratio});
+            return;
         }
-        s.microBatch = std::min(s.microBatch, t.id.microBatch);
-        s.diffRatio = std::max(s.diffRatio, t.ratio);
-    }
-    const auto order = moduleOrder(diff);
-    auto rank = [&](const std::string& name) {
-        const auto it = order.find(name);
-        return it == order.end() ? std::numeric_limits<int>::max() : it->second;
-    };
-    std::vector<Suspect> out;
-    for (auto& [name, s] : byModule) {
-        out.push_back(std::move(s));
-    }
-    const bool reverse = start.phase == LocalizePhase::Backward; // gradients flow from the loss
-    std::stable_sort(out.begin(), out.end(), [&](const Suspect& a, const Suspect& b) {
-        return reverse ? rank(a.module) > rank(b.module) : rank(a.module) < rank(b.module);
+        it->microBatch = std::min(it->microBatch, t.id.microBatch);
+        it->diffRatio = std::max(it->diffRatio, t.ratio);
     });
     return out;
 }
@@ -232,13 +229,13 @@ LocalizeResult walkDivergence(const DiffResult& diff, const JudgeFn& judge,
                               const WalkCallbacks& callbacks) {
     const auto t0 = std::chrono::steady_clock::now();
     LocalizeResult result;
-    result.start = firstDivergence(diff);
+    result.start = firstDivergenceStart(diff);
+    const auto at = replayStart(diff);
     Walker walker(judge, callbacks, result);
-    if (result.start && (result.start->phase == LocalizePhase::Reduction ||
-                         result.start->phase == LocalizePhase::Step)) {
-        walkOptimizer(diff, *result.start, walker, result);
-    } else if (result.start) {
-        const auto suspects = suspectsAt(diff, *result.start);
+    if (at && isOptimizerPhase(at->phase)) {
+        walkOptimizer(diff, *at, walker, result);
+    } else if (at) {
+        const auto suspects = suspectsAt(diff, *at);
         std::vector<std::string> names;
         for (const auto& s : suspects) {
             names.push_back(s.module);

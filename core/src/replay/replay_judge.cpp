@@ -83,6 +83,7 @@ TensorJudgement judgeTensor(const TensorId& nominalId, const FullTensor& referen
     j.tolerance = deriveTolerance(settings.tolerance, in);
     j.ratio = toleranceRatio(j.metrics.relError, j.tolerance.value);
     j.status = verdictFor(j.ratio);
+    j.histogram = computeErrorHistogram(reference, nominal->second, j.tolerance.value);
     return j;
 }
 

@@ -1,5 +1,7 @@
 #include "report/timeline.h"
 
+#include "ttrace/time_place.h"
+
 #include <algorithm>
 #include <set>
 #include <tuple>
@@ -11,17 +13,15 @@ namespace {
 int orderInPhase(const DiffResult& r, const TensorResult& t) {
     const auto* m = r.module(t.id.module);
     const int order = m ? m->order : 0;
-    return phaseOf(t.id.kind) == Phase::Backward ? -order : order;
+    return timePlaceOf(t.id).phase == Phase::Backward ? -order : order;
 }
 
 auto timeKey(const DiffResult& r, const TensorResult& t) {
-    return std::make_tuple(t.id.iteration, static_cast<int>(phaseOf(t.id.kind)), t.id.microBatch,
-                           orderInPhase(r, t));
+    return std::make_tuple(timePlaceOf(t.id), t.id.microBatch, orderInPhase(r, t));
 }
 
 bool sameStep(const TensorResult& a, const TensorResult& b) {
-    return a.id.iteration == b.id.iteration && phaseOf(a.id.kind) == phaseOf(b.id.kind) &&
-           a.id.microBatch == b.id.microBatch;
+    return timePlaceOf(a.id) == timePlaceOf(b.id) && a.id.microBatch == b.id.microBatch;
 }
 
 std::vector<int> carryingRanks(const TensorResult& t) {
@@ -65,8 +65,9 @@ std::size_t descend(const DiffResult& r, const std::vector<std::size_t>& diverge
 FirstDivergence describeFirst(const DiffResult& r, const std::vector<std::size_t>& divergent,
                               std::size_t first) {
     const auto& t = r.tensors[first];
-    FirstDivergence f{t.id.iteration, phaseOf(t.id.kind), t.id.microBatch, t.id.module,
-                      t.id.kind,      carryingRanks(t),   first,           {}};
+    const TimePlace at = timePlaceOf(t.id);
+    FirstDivergence f{at.iteration, at.phase,         t.id.microBatch, t.id.module,
+                      t.id.kind,    carryingRanks(t), first,           {}};
     std::set<std::string> seen{t.id.module};
     for (const auto i : divergent) {
         const auto& o = r.tensors[i];

@@ -17,7 +17,7 @@ int expectedReplays(const LocalizeRequest& request) {
     if (!request.diff) {
         return 0;
     }
-    const auto start = firstDivergence(*request.diff);
+    const auto start = replayStart(*request.diff);
     if (!start) {
         return 0;
     }

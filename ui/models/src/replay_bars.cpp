@@ -3,6 +3,32 @@
 #include "ttrace/ui/models/tensor_columns.h"
 
 namespace ttrace::ui {
+namespace {
+
+bool sameTensor(const TensorId& a, const TensorId& b) {
+    return a.module == b.module && a.kind == b.kind && a.index == b.index &&
+           a.iteration == b.iteration && a.microBatch == b.microBatch;
+}
+
+// Ranks candidates for replayedPeer: the same tensor first, then the same index, then the rest;
+// the worst ratio within a rank.
+int closeness(const TensorId& replayed, const TensorId& shown) {
+    if (sameTensor(replayed, shown)) {
+        return 2;
+    }
+    return replayed.index == shown.index ? 1 : 0;
+}
+
+} // namespace
+
+double capturedRatio(const ResultSet& results, const TensorId& replayed) {
+    for (const auto i : results.cell(replayed.module, replayed.kind)) {
+        if (sameTensor(results.tensor(i).id, replayed)) {
+            return results.tensor(i).ratio;
+        }
+    }
+    return std::nan("");
+}
 
 std::vector<ReplayBar> replayBars(const ResultSet& results, const replay::ModuleVerdict& verdict,
                                   const std::string& module) {
@@ -15,17 +41,27 @@ std::vector<ReplayBar> replayBars(const ResultSet& results, const replay::Module
         bar.label =
             QStringLiteral("%1[%2]").arg(kindTitle(t.id.kind), QString::fromStdString(t.id.index));
         bar.replayed = t.ratio;
-        for (const auto i : results.cell(t.id.module, t.id.kind)) {
-            const auto& c = results.tensor(i).id;
-            if (c.iteration == t.id.iteration && c.microBatch == t.id.microBatch &&
-                c.index == t.id.index) {
-                bar.captured = results.tensor(i).ratio;
-                break;
-            }
-        }
+        bar.captured = capturedRatio(results, t.id);
         bars.push_back(bar);
     }
     return bars;
+}
+
+const replay::TensorJudgement* replayedPeer(const replay::ModuleVerdict& verdict,
+                                            const TensorId& shown) {
+    const replay::TensorJudgement* best = nullptr;
+    for (const auto& t : verdict.judgement.tensors) {
+        if (t.id.module != shown.module) {
+            continue;
+        }
+        const bool better =
+            !best || closeness(t.id, shown) > closeness(best->id, shown) ||
+            (closeness(t.id, shown) == closeness(best->id, shown) && t.ratio > best->ratio);
+        if (better) {
+            best = &t;
+        }
+    }
+    return best;
 }
 
 } // namespace ttrace::ui

@@ -1,10 +1,10 @@
 #pragma once
-// The localize walk over a diff (docs/localize-json.md): find the first divergence in time,
-// replay the divergent modules of that phase in causal order, and stop descending into a
-// subtree once its root is judged: an inherited root makes its subtree inherited, an introduced
-// root is narrowed down to its introduced children, and only the deepest introduced modules
-// are guilty. Pure logic over a DiffResult and a judge callback, so it is tested without an
-// agent.
+// The localize walk over a diff (docs/localize-json.md): start at the report's first
+// divergence in time, replay the divergent modules of that phase in the timeline's order, and
+// stop descending into a subtree once its root is judged: an inherited root makes its subtree
+// inherited, an introduced root is narrowed down to its introduced children, and only the
+// deepest introduced modules are guilty. Pure logic over a DiffResult and a judge callback, so it
+// is tested without an agent.
 #include "ttrace/diff_result.h"
 #include "ttrace/replay/localize_result.h"
 
@@ -14,16 +14,26 @@
 
 namespace ttrace::replay {
 
-// The phase a tensor kind belongs to, and the iteration it belongs to (a diverging `parameter`
-// of iteration I is the state the step of I-1 left).
-DivergenceStart phaseOf(const TensorId& id);
+// The walk phase of a timeline phase (one to one) and a tensor's place on the report's
+// timeline (timePlaceOf: a diverging `parameter` of iteration I sits at the step of I-1) as a
+// walk start.
+LocalizePhase localizePhaseOf(Phase phase);
+DivergenceStart divergenceStartOf(const TensorId& id);
 
-// The earliest (iteration, phase) with a divergent tensor; nothing when the diff is clean.
-std::optional<DivergenceStart> firstDivergence(const DiffResult& diff);
+// The report's first divergence (DiffResult::firstDivergence, what `ttrace diff` and the
+// explorer's headline lead with) as a walk start; nothing when the diff is clean. The diff's
+// timeline must be built (assembleVerdicts, or a diff read back from JSON).
+std::optional<DivergenceStart> firstDivergenceStart(const DiffResult& diff);
+
+// Where the walk replays: the first step on the report's timeline, from the first divergence
+// on, with something to replay (a diverging phase output, or any divergence in the gradient
+// reduction or the optimizer step). A step where only what it consumed diverges (the data it
+// was fed, a forward input or an output gradient alone) has nothing to replay and is passed.
+std::optional<DivergenceStart> replayStart(const DiffResult& diff);
 
 // Modules whose phase outputs diverge at `start` (forward: forward_output; backward:
-// input_grad, param_grad), in causal order: execution order forward, reverse backward. Each
-// with the first micro-batch where it diverges.
+// input_grad, param_grad) in the order of the report's timeline (micro-batch, then execution
+// order forward, reverse backward), each with the first micro-batch where it diverges.
 std::vector<Suspect> suspectsAt(const DiffResult& diff, const DivergenceStart& start);
 
 // Nearest dotted ancestor of `module` among `names` ("" when none).
@@ -36,7 +46,8 @@ struct WalkCallbacks {
     std::function<bool()> cancelled;                     // checked before each replay
 };
 
-// The walk from the first divergence. `judge` returning a verdict whose reason starts the
+// The walk from the report's first divergence (LocalizeResult::start), replaying at
+// replayStart. `judge` returning a verdict whose reason starts the
 // problem list (transport errors) is the caller's business: it may throw ReplayAbort to stop.
 LocalizeResult walkDivergence(const DiffResult& diff, const JudgeFn& judge,
                               const WalkCallbacks& callbacks = {});

@@ -6,6 +6,7 @@
 // inputs, through the existing empirical rule (empiricalTolerance).
 #include "ttrace/bundle.h"
 #include "ttrace/diff_result.h"
+#include "ttrace/histogram.h"
 #include "ttrace/merge.h"
 #include "ttrace/metrics.h"
 #include "ttrace/replay/replay_reply.h"
@@ -30,6 +31,10 @@ struct TensorJudgement {
     std::vector<double> floorSamples; // relErr(replayed perturbed-k, replayed nominal)
     Tolerance tolerance;
     double ratio = 0.0; // metrics.relError / tolerance.value
+    // Element errors of the replayed nominal against the reference, in units of this replay's
+    // tolerance: the same histogram the diff draws for the captured tensor, so the two can be
+    // shown side by side (the divergence vanishes or persists given the reference's inputs).
+    ErrorHistogram histogram;
     Diagnostics findings;
 };
 

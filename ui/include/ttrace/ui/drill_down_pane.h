@@ -1,6 +1,7 @@
 #pragma once
 // Drill-down of the tensor selected in the layer tree: its element-error histogram, its ratio
-// across steps, its per-rank errors and a copyable statistics table.
+// across steps, its per-rank errors and a copyable statistics table; once its module is
+// localized, the replayed tensor's histogram and ratios beside the captured ones.
 #include <QWidget>
 
 #include <optional>
@@ -31,6 +32,9 @@ public:
     [[nodiscard]] ShardErrorPlot* shardPlot() const { return shards_; }
     [[nodiscard]] StatsTable* statsTable() const { return table_; }
     [[nodiscard]] ReplayComparisonPlot* replayPlot() const { return replay_; }
+    // The replayed tensor's element errors (in its replay tolerance), beside the captured
+    // histogram's column; shown with replayPlot().
+    [[nodiscard]] ErrorHistogramPlot* replayHistogramPlot() const { return replayHistogram_; }
     // Shows the selected module's replay verdict beside its captured errors (after a verdict
     // arrived); hidden while the module has none.
     void refreshReplay();
@@ -52,6 +56,7 @@ private:
     StatsTableModel* stats_;
     StatsTable* table_;
     ReplayComparisonPlot* replay_;
+    ErrorHistogramPlot* replayHistogram_;
 };
 
 } // namespace ttrace::ui

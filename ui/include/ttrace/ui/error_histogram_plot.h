@@ -4,6 +4,7 @@
 // the tolerance line are where the bug is.
 #include "ttrace/histogram.h"
 
+#include <QString>
 #include <QWidget>
 
 class QCustomPlot;
@@ -18,6 +19,11 @@ public:
 
     // Shows a histogram; nullptr clears the plot.
     void setHistogram(const ErrorHistogram* histogram);
+    // The title row and the x axis's label (the replayed histogram counts in replay-tolerance
+    // units, the captured one in the diff's).
+    void setTitle(const QString& title);
+    void setAxisLabel(const QString& label);
+    [[nodiscard]] QString title() const;
     // Elements the plot currently shows (all bars together); 0 when empty.
     [[nodiscard]] qint64 plottedElements() const { return plotted_; }
     // Elements at or beyond the tolerance line.

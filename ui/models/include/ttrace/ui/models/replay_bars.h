@@ -23,4 +23,14 @@ struct ReplayBar {
 std::vector<ReplayBar> replayBars(const ResultSet& results, const replay::ModuleVerdict& verdict,
                                   const std::string& module);
 
+// The replayed tensor whose histogram goes beside the captured `shown` one: the same tensor
+// when the replay returned it; else the module's replayed tensor of the same index with the
+// worst ratio (a step replay returns param_after_step[weight] for a main_grad[weight]); else
+// the module's worst. nullptr when the replay returned nothing of this module.
+const replay::TensorJudgement* replayedPeer(const replay::ModuleVerdict& verdict,
+                                            const TensorId& shown);
+
+// The captured ratio of a replayed tensor in the diff (NaN when the diff has no such tensor).
+double capturedRatio(const ResultSet& results, const TensorId& replayed);
+
 } // namespace ttrace::ui
