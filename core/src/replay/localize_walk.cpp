@@ -1,5 +1,7 @@
 #include "ttrace/replay/localize_walk.h"
 
+#include "ttrace/replay/divergence_entry.h"
+
 #include <algorithm>
 #include <chrono>
 #include <limits>
@@ -250,6 +252,7 @@ LocalizeResult walkDivergence(const DiffResult& diff, const JudgeFn& judge,
                 result.guilty.insert(result.guilty.end(), guilty.begin(), guilty.end());
             }
         }
+        result.entry = divergenceEntry(diff, result);
     }
     result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return result;
