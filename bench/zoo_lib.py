@@ -6,6 +6,7 @@ from __future__ import annotations
 import fnmatch
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -57,14 +58,20 @@ def _env() -> dict[str, str]:
     return dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=path)
 
 
-def run_train(out: Path, nproc: int, *args: str, timeout: float = 600) -> str:
-    """examples.gpt.train, through torchrun when nproc > 1; raises with its output on error."""
+def train_command(out: Path, nproc: int, *args: str) -> list[str]:
+    """examples.gpt.train, through torchrun when nproc > 1."""
     cmd = [sys.executable, "-m", "examples.gpt.train", "--out", str(out), *SMALL, *args]
     if nproc > 1:
         cmd[1:3] = [
             "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}",
             "-m", "examples.gpt.train",
         ]  # fmt: skip
+    return cmd
+
+
+def run_train(out: Path, nproc: int, *args: str, timeout: float = 600) -> str:
+    """examples.gpt.train, through torchrun when nproc > 1; raises with its output on error."""
+    cmd = train_command(out, nproc, *args)
     proc = subprocess.run(
         cmd, cwd=REPO, env=_env(), capture_output=True, text=True, timeout=timeout, check=False
     )
@@ -87,9 +94,9 @@ def has_experts(cfg: Config) -> bool:
     return "--experts" in cfg.shared
 
 
-def run_candidate(
-    out: Path, cfg: Config, precision: str, seed: int, *extra: str, ref: Path | None = None
-) -> Path:
+def candidate_args(
+    cfg: Config, precision: str, seed: int, *extra: str, ref: Path | None = None
+) -> tuple[str, ...]:
     """With experts the candidate replays `ref`'s routing (the token -> expert choices its
     reference run recorded), so a round-off flip of a near tie cannot reroute a token."""
     replay: tuple[str, ...] = ()
@@ -97,11 +104,64 @@ def run_candidate(
         if ref is None:
             raise ValueError(f"{cfg.name} has experts: pass ref= to replay its routing")
         replay = ("--routing-replay", str(Path(ref) / ROUTING_FILE))
-    run_train(
-        out, cfg.nproc, *cfg.cand, *cfg.shared, "--precision", precision,
-        "--seed", str(seed), *replay, *extra,
+    return (
+        *cfg.cand, *cfg.shared, "--precision", precision, "--seed", str(seed), *replay, *extra,
     )  # fmt: skip
+
+
+def run_candidate(
+    out: Path, cfg: Config, precision: str, seed: int, *extra: str, ref: Path | None = None
+) -> Path:
+    run_train(out, cfg.nproc, *candidate_args(cfg, precision, seed, *extra, ref=ref))
     return out
+
+
+class ServingCandidate:
+    """A candidate job that serves replays after its capture (TTRACE_SERVE=1, docs/localize.md)
+    against `ref`; its whole process group is killed on exit if it is still running."""
+
+    def __init__(self, workdir: Path, cfg: Config, precision: str, seed: int, ref: Path,
+                 *extra: str) -> None:  # fmt: skip
+        workdir.mkdir(parents=True, exist_ok=True)
+        self.bundle = workdir / "bundle"
+        self.endpoint = workdir / "endpoint"
+        self.token = workdir / "token"
+        self.endpoint.unlink(missing_ok=True)
+        self.log_path = workdir / "job.log"
+        self._log = self.log_path.open("w")
+        args = candidate_args(cfg, precision, seed, *extra, ref=ref)
+        serve = {
+            "TTRACE_SERVE": "1",
+            "TTRACE_REFERENCE": str(ref),
+            "TTRACE_AGENT_ENDPOINT_FILE": str(self.endpoint),
+            "TTRACE_TOKEN_FILE": str(self.token),
+            "TTRACE_AGENT_IDLE": "600",
+        }
+        self.proc = subprocess.Popen(
+            train_command(self.bundle, cfg.nproc, *args), cwd=REPO, env=dict(_env(), **serve),
+            stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+
+    def __enter__(self) -> ServingCandidate:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(timeout=30)
+        self._log.close()
+
+    def wait_serving(self, timeout: float = 900) -> str:
+        """The agent's HOST:PORT once it listens; raises with the job's log if it exits."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.endpoint.exists() and self.endpoint.read_text().endswith("\n"):
+                return self.endpoint.read_text().strip()
+            if self.proc.poll() is not None:
+                tail = self.log_path.read_text()[-3000:]
+                raise RuntimeError(f"candidate exited with {self.proc.returncode}:\n{tail}")
+            time.sleep(0.2)
+        raise TimeoutError(f"candidate did not start serving in {timeout:.0f} s")
 
 
 @dataclass

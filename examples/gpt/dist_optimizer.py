@@ -109,6 +109,14 @@ class DistributedOptimizer:
             total += self.params[i].numel()
         return out
 
+    def reload_model_params(self) -> None:
+        """Copy the model parameters into the owned fp32 master slice (Megatron's name for
+        it): after parameters were set from outside, e.g. by a localize replay of the step."""
+        with torch.no_grad():
+            flat = self._flatten([p.detach().float() for p in self.params])
+            self.master.copy_(flat[self.owned.start : self.owned.end])
+        self.local.reload_model_params()
+
     def zero_grad(self) -> None:
         self.local.zero_grad()
         for p in self.params:

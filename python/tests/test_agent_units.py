@@ -112,6 +112,23 @@ def test_state_guard_restores_params_grads_optimizer_and_rng() -> None:
     assert np.array_equal(np.random.get_state()[1], npy) and py is random.random
 
 
+def test_state_guard_keeps_main_grad_a_view_of_the_optimizer_buffer() -> None:
+    """A distributed optimizer reads gradients from its flat buffer, of which main_grad is a
+    view: a step replay writes the reference's gradient through the view; afterwards the view
+    must still be the buffer's and the buffer hold the job's own values."""
+    model = nn.Linear(4, 3, bias=False)
+    buffer = torch.arange(16, dtype=torch.float32)
+    model.weight.main_grad = buffer[2:14].view(3, 4)
+    view, saved = model.weight.main_grad, buffer.clone()
+    with StateGuard([model]):
+        model.weight.main_grad.copy_(torch.full((3, 4), -1.0))
+        model.weight.main_grad = torch.zeros(3, 4)
+    assert model.weight.main_grad is view
+    assert torch.equal(buffer, saved)
+    view.fill_(7.0)
+    assert buffer[2:14].eq(7.0).all()  # still the buffer's view
+
+
 def test_call_template_slots_and_binding() -> None:
     x = torch.ones(2, 3, requires_grad=True)
     mask = torch.zeros(2, dtype=torch.bool)

@@ -97,6 +97,12 @@ std::string localizeResultToJson(const LocalizeResult& r, const LocalizeContext&
         {"guilty", r.guilty},
         {"guilty_phase", r.guiltyPhase ? json(localizePhaseName(*r.guiltyPhase)) : json(nullptr)},
         {"guilty_parameters", r.guiltyParameters},
+        {"entry", r.entry ? json{{"iteration", r.entry->iteration},
+                                 {"micro_batch", r.entry->microBatch},
+                                 {"module", r.entry->module},
+                                 {"kind", tensorKindName(r.entry->kind)},
+                                 {"index", r.entry->index}}
+                          : json(nullptr)},
         {"introduced", r.introduced()},
         {"undetermined", r.undetermined()},
         {"conclusion", localizeConclusion(r)},

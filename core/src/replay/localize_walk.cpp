@@ -1,5 +1,6 @@
 #include "ttrace/replay/localize_walk.h"
 
+#include "ttrace/replay/divergence_entry.h"
 #include "ttrace/time_place.h"
 
 #include <algorithm>
@@ -247,6 +248,7 @@ LocalizeResult walkDivergence(const DiffResult& diff, const JudgeFn& judge,
                 result.guilty.insert(result.guilty.end(), guilty.begin(), guilty.end());
             }
         }
+        result.entry = divergenceEntry(diff, result);
     }
     result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return result;

@@ -48,14 +48,17 @@ class StateGuard:
     """`with StateGuard(modules, optimizer):` restores everything on exit (also on error)."""
 
     def __init__(self, modules: Iterable[nn.Module], optimizer: Any = None) -> None:
-        self.params: dict[nn.Parameter, tuple[torch.Tensor, Any, Any]] = {}
+        # main_grad: the object itself and a copy of its values. It may be a view of an
+        # optimizer's flat gradient buffer (Megatron, ZeRO): restoring the values in place
+        # keeps the view, and so the buffer, as the job left them.
+        self.params: dict[nn.Parameter, tuple[torch.Tensor, Any, Any, Any]] = {}
         self.buffers: list[tuple[torch.Tensor, torch.Tensor]] = []
         seen: set[int] = set()
         for m in modules:
             for p in m.parameters():
                 if p not in self.params:
                     main = getattr(p, "main_grad", _MISSING)
-                    self.params[p] = (p.detach().clone(), _clone(p.grad), _clone(main))
+                    self.params[p] = (p.detach().clone(), _clone(p.grad), main, _clone(main))
             for b in m.buffers():
                 if id(b) not in seen:
                     seen.add(id(b))
@@ -72,14 +75,16 @@ class StateGuard:
 
     def restore(self) -> None:
         with torch.no_grad():
-            for p, (data, grad, main) in self.params.items():
+            for p, (data, grad, main, main_values) in self.params.items():
                 p.copy_(data)
                 p.grad = grad
                 if main is _MISSING:
                     if hasattr(p, "main_grad"):
                         delattr(p, "main_grad")
-                else:
-                    p.main_grad = main
+                    continue
+                if isinstance(main, torch.Tensor):
+                    main.copy_(main_values)
+                p.main_grad = main
             for b, saved in self.buffers:
                 b.copy_(saved)
         if self.optimizer is not None:

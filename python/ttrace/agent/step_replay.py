@@ -15,10 +15,11 @@ from typing import Any
 import torch
 from torch import nn
 
-from ttrace.bundle import TensorKey
+from ttrace.bundle import DType, TensorKey
 from ttrace.capture.optimizer_snapshot import to_host_tree
 
 from .errors import AgentError, ErrorCode
+from .own_capture import OwnTensor
 from .rank_gate import RankGate
 from .replay_context import ReplayContext
 from .replay_request import ReplayRequest
@@ -102,16 +103,39 @@ class StepReplay:
     def _feed_grads(self, params: list[nn.Parameter], variant: str, iteration: int) -> None:
         for p in params:
             key = self.ctx.param_key(p, variant, iteration, -1, "main_grad")
-            own = self.ctx.feed.own_tensor(key)
-            if own.placement.layout == "flat":
-                raise AgentError(
-                    ErrorCode.NOT_REPLAYABLE,
-                    "a distributed optimizer's sharded gradient buffer cannot be fed yet",
-                )
+            own = self.ctx.feed.own.get(key.with_variant("nominal"))
+            if own is None or own.placement.layout == "flat":
+                self._feed_buffer_grad(p, key, own)
+                continue
             grad = self.ctx.feed.shard(key, p.device)
             if hasattr(p, "main_grad"):
                 p.main_grad = grad.clone()
             p.grad = grad.to(p.dtype)
+
+    def _feed_buffer_grad(self, p: nn.Parameter, key: TensorKey, own: OwnTensor | None) -> None:
+        """A distributed (ZeRO) optimizer: capture recorded only this rank's owned slice of
+        the flat gradient buffer (nothing for a parameter outside it), and the optimizer reads
+        its gradients from that buffer, not from `main_grad`. As in Megatron, `p.main_grad` is
+        a view of the buffer: the reference's gradient, cut as the parameter is cut, is
+        written through the view, so it lands where the job's own reduction put the
+        candidate's."""
+        main = getattr(p, "main_grad", None)
+        view = isinstance(main, torch.Tensor) and main.shape == p.shape and main._base is not None
+        if own is None and not view:
+            self.ctx.feed.own_tensor(key)  # raises: nothing to place the gradient by
+        if not view:
+            raise AgentError(
+                ErrorCode.NOT_REPLAYABLE,
+                f"{key.module}.{key.index}: the distributed optimizer's main_grad is not a view "
+                "of its gradient buffer, so the reference's gradient cannot reach the optimizer",
+            )
+        param = self.ctx.feed.own_tensor(
+            self.ctx.param_key(p, key.variant, key.iteration, -1, "parameter")
+        )
+        dtype = DType.from_torch(main.dtype).name
+        as_param = OwnTensor(param.placement, param.shape, dtype, param.is_scalar)
+        with torch.no_grad():
+            main.copy_(self.ctx.feed.shard(key, main.device, place_as=as_param).to(main.dtype))
 
     def _results(self, params: list[nn.Parameter], variant: str, req: ReplayRequest) -> list[Shard]:
         ctx = self.ctx

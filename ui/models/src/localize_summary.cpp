@@ -60,6 +60,12 @@ QString localizeConclusion(const replay::LocalizeResult& r) {
     if (!r.guilty.empty()) {
         return tr("Localized: introduced in %1").arg(names(r.guilty)) + tail;
     }
+    if (r.entry) {
+        return tr("Localized: every replayed module agrees; the divergence enters at %1 %2")
+                   .arg(QString::fromStdString(r.entry->module),
+                        QString::fromUtf8(tensorKindName(r.entry->kind).data())) +
+               tail;
+    }
     if (r.verdicts.empty()) {
         return tr("Nothing to localize: no divergence");
     }

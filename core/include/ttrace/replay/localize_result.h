@@ -58,11 +58,17 @@ struct LocalizeResult {
     // with the modules whose parameters are affected.
     std::optional<LocalizePhase> guiltyPhase;
     std::vector<std::string> guiltyParameters;
+    // When every replayed module agrees given the reference's inputs but the phase's root
+    // input diverges (divergence_entry.h): the consumed tensor through which the divergence
+    // enters, e.g. the loss's output gradient that the schedule scales.
+    std::optional<TensorId> entry;
     Diagnostics problems; // transport or agent failures (the walk stopped early)
     bool cancelled = false;
     double seconds = 0.0; // the whole walk
 
-    [[nodiscard]] bool introduced() const { return !guilty.empty() || guiltyPhase.has_value(); }
+    [[nodiscard]] bool introduced() const {
+        return !guilty.empty() || guiltyPhase.has_value() || entry.has_value();
+    }
     // Something diverges, nothing was found introduced, and some suspect could not be
     // replayed: the walk cannot say where the bug is (never reported as "nothing introduced").
     [[nodiscard]] bool undetermined() const {
