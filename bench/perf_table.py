@@ -153,7 +153,9 @@ def main() -> None:
     parser.add_argument("--sizes", default="small,medium,large")
     parser.add_argument("--data", type=Path, default=None, help="where pairs are kept")
     parser.add_argument("--threads", default="0,1", help="CPUs of the multi-thread runs")
-    parser.add_argument("--build", type=Path, default=REPO / "build", help="the CMake build directory")
+    parser.add_argument(
+        "--build", type=Path, default=REPO / "build", help="the CMake build directory"
+    )
     args = parser.parse_args()
     BUILD = args.build
     sizes = ["quick"] if args.quick else args.sizes.split(",")
