@@ -142,6 +142,37 @@ private slots:
         QCOMPARE(g.nonFinite, std::int64_t{1});
         QCOMPARE(g.counts.back(), std::int64_t{1}); // exact comparison: any error is "huge"
     }
+
+    void histogramBinsMatchDecadesOfTenAcrossTheRange() {
+        // Bins come from the exponent bits, not log10: every error from 1e-9 to 1e9 tolerance
+        // units (including values just around each edge) must land in the bin whose
+        // power-of-ten edges bracket it, exactly as floor(log10) defines the decades.
+        std::vector<double> ref;
+        std::vector<double> cand;
+        std::vector<std::size_t> expected;
+        for (int e = -9; e <= 9; ++e) {
+            const double edge = std::pow(10.0, e);
+            for (const double x : {edge, std::nextafter(edge, 0.0), edge * 1.5, edge * 9.99}) {
+                ref.push_back(1.0);
+                cand.push_back(1.0 + x);
+                const double err = (1.0 + x) - 1.0; // the error the histogram actually sees
+                int bin = 0;
+                while (bin + 1 < 12 && err >= std::pow(10.0, bin + 1 - 6)) {
+                    ++bin;
+                }
+                expected.push_back(static_cast<std::size_t>(bin));
+            }
+        }
+        // rms of an all-ones reference is 1, so with tolerance 1 a unit is 1 absolute.
+        std::vector<std::int64_t> counts(12, 0);
+        for (const auto b : expected) {
+            ++counts[b];
+        }
+        const auto h = computeErrorHistogram(tensor(ref), tensor(cand), 1.0);
+        for (std::size_t i = 0; i < counts.size(); ++i) {
+            QCOMPARE(h.counts[i], counts[i]);
+        }
+    }
 };
 
 QTEST_GUILESS_MAIN(TestMetrics)

@@ -4,6 +4,7 @@
 #include <tbb/parallel_reduce.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <stdexcept>
 
@@ -16,6 +17,37 @@ constexpr int kMinDecade = -6;
 constexpr int kMaxDecade = 6;
 constexpr std::size_t kBins = kMaxDecade - kMinDecade;
 constexpr std::size_t kBlock = 1 << 14;
+
+// The decade bin of x > 0 without a transcendental call per element: the binary exponent
+// (std::ilogb, exact bit extraction) picks floor(log2 x); log10(2) * that is within one decade
+// of the answer, and one comparison against the exact power-of-ten edge settles it. Edges are
+// the same correctly rounded powers of ten as before, so bins are unchanged: an element lands
+// in bin i exactly when edges[i] <= x < edges[i+1] (clamped to the first and last bin).
+std::size_t decadeBin(double x) {
+    static const auto kPowers = [] {
+        std::array<double, kBins + 1> p{};
+        for (int e = kMinDecade; e <= kMaxDecade; ++e) {
+            p[static_cast<std::size_t>(e - kMinDecade)] = std::pow(10.0, e);
+        }
+        return p;
+    }();
+    if (!(x >= kPowers[1])) {
+        return 0; // below 1e-5 (also below 1e-6): the first bin
+    }
+    if (x >= kPowers[kBins - 1]) {
+        return kBins - 1; // 1e5 and above: the last bin
+    }
+    // 0.30103 slightly exceeds log10(2) so the guess never overshoots by more than one.
+    const int guess = static_cast<int>(std::floor(std::ilogb(x) * 0.30103));
+    auto bin = static_cast<std::size_t>(std::clamp(guess, kMinDecade, kMaxDecade - 1) - kMinDecade);
+    while (bin + 1 < kBins && x >= kPowers[bin + 1]) {
+        ++bin;
+    }
+    while (bin > 0 && x < kPowers[bin]) {
+        --bin;
+    }
+    return bin;
+}
 
 ErrorHistogram emptyHistogram() {
     ErrorHistogram h;
@@ -68,9 +100,7 @@ ErrorHistogram computeErrorHistogram(const FullTensor& reference, const FullTens
                 ++h.counts.back();
                 continue;
             }
-            const double decade = std::floor(std::log10(err / unit));
-            const double clamped = std::clamp(decade, double{kMinDecade}, double{kMaxDecade - 1});
-            ++h.counts[static_cast<std::size_t>(clamped - kMinDecade)];
+            ++h.counts[decadeBin(err / unit)];
         }
         return h;
     };
