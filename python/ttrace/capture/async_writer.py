@@ -28,6 +28,7 @@ from ttrace.bundle import BundleWriter, Placement, RankRecord, TensorKey
 from ttrace.bundle.rank_status import RankStatus
 
 from .errors import TracerError
+from .host_copy import wait_ready
 
 log = logging.getLogger("ttrace.capture")
 
@@ -136,6 +137,7 @@ class AsyncWriter:
                         self.status.steps_done.append(tensor)
                     self._durable_point()
                 elif self._error is None:
+                    wait_ready(tensor)  # a device-to-host copy still in flight
                     self.writer.write(key, tensor, placement, notes=notes)
                     self.bytes_written += nbytes
                     self.tensors_written += 1
