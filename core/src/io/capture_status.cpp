@@ -205,7 +205,8 @@ void describeUnfinishedCapture(const std::filesystem::path& dir, const CaptureSt
     }
     for (int rank = 0; rank < status.worldSize && !allClosed; ++rank) {
         const auto it = status.ranks.find(rank);
-        const auto loc = "rank " + std::to_string(rank) + " (" + (dir / rankFileName(rank)).string() + ")";
+        const auto loc =
+            "rank " + std::to_string(rank) + " (" + (dir / rankFileName(rank)).string() + ")";
         if (it == status.ranks.end()) {
             out.push_back(make("incomplete-capture", loc,
                                "incomplete: rank " + std::to_string(rank) +
