@@ -116,10 +116,12 @@ void addRecord(const std::filesystem::path& path, int rankFromName, CaptureStatu
         captureId = *id;
         status.worldSize = *world;
         status.role = field<std::string>(*j, "role").value_or("");
-        status.parallel = field<std::map<std::string, int>>(*j, "parallel").value_or(std::map<std::string, int>{});
+        using Sizes = std::map<std::string, int>;
+        using Names = std::vector<std::string>;
+        status.parallel = field<Sizes>(*j, "parallel").value_or(Sizes{});
         status.precision = field<std::string>(*j, "precision").value_or("fp32");
         status.model = field<std::string>(*j, "model").value_or("");
-        status.variants = field<std::vector<std::string>>(*j, "variants").value_or(std::vector<std::string>{"nominal"});
+        status.variants = field<Names>(*j, "variants").value_or(Names{"nominal"});
     }
     RankStatus r;
     r.rank = *rank;
