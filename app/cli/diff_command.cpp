@@ -32,6 +32,8 @@ constexpr const char* kUsage =
     "  --micro-batch N          compare only micro-batch N (-1: per-iteration tensors)\n"
     "  --top N                  rows of the worst-tensors table (default 10)\n"
     "  --no-cache               neither read nor write the summary cache\n"
+    "  --partial                compare an unfinished capture (a killed job: no manifest,\n"
+    "                           status records) on the steps every rank finished\n"
     "  --quiet                  print only the verdict: clean, divergent or invalid\n";
 
 template <typename T> bool parseNumber(std::string_view text, T& out) {
@@ -115,6 +117,8 @@ std::string parseArgs(std::span<const std::string_view> args, DiffArgs& a) {
             }
         } else if (arg == "--no-cache") {
             a.options.useCache = false;
+        } else if (arg == "--partial") {
+            a.options.partial = true;
         } else if (arg == "--quiet" || arg == "-q") {
             a.quiet = true;
         } else if (arg.starts_with("-") && arg.size() > 1) {

@@ -6,6 +6,7 @@
 #include "ttrace/tolerance.h"
 
 #include <functional>
+#include <set>
 #include <memory>
 #include <optional>
 
@@ -16,6 +17,11 @@ struct DiffOptions {
     std::optional<std::int64_t> iteration;  // only this iteration
     std::optional<std::int64_t> microBatch; // only this micro-batch
     bool useCache = true;                   // summary cache beside the bundle (or user cache)
+    // An unfinished capture (no manifest, status records) is compared on the steps every
+    // rank finished instead of being refused (`ttrace diff --partial`).
+    bool partial = false;
+    // Only these nominal iterations (set from the finished steps of an unfinished capture).
+    std::optional<std::set<std::int64_t>> onlyIterations;
 };
 
 // Called from worker threads as each tensor finishes, so a GUI can stream statistics in.

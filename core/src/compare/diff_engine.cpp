@@ -1,6 +1,7 @@
 #include "ttrace/diff_engine.h"
 
 #include "compare/tensor_comparison.h"
+#include "ttrace/capture_status.h"
 #include "ttrace/diff_cache.h"
 #include "ttrace/verdict.h"
 
@@ -21,7 +22,8 @@ constexpr std::size_t kTensorsInFlight = 4;
 
 bool selected(const TensorId& id, const DiffOptions& options) {
     return id.variant == "nominal" && (!options.iteration || id.iteration == *options.iteration) &&
-           (!options.microBatch || id.microBatch == *options.microBatch);
+           (!options.microBatch || id.microBatch == *options.microBatch) &&
+           (!options.onlyIterations || options.onlyIterations->contains(id.iteration));
 }
 
 std::vector<TensorId> tensorsToCompare(const Bundle& reference, const Bundle& candidate,
@@ -210,6 +212,52 @@ Diagnostics sideDiagnostics(BundleOpenResult& ref, BundleOpenResult& cand) {
     return out;
 }
 
+// Opens one side; with --partial an unfinished capture is opened on its finished steps, and
+// the comparison is narrowed to the iterations finished on every partial side.
+BundleOpenResult openSide(const std::filesystem::path& dir, const ProgressFn& progress,
+                          DiffOptions& options, std::size_t& leftOut) {
+    if (!options.partial || !isUnfinishedCapture(dir)) {
+        return openBundle(dir, progress);
+    }
+    auto partial = openPartialBundle(dir, progress);
+    std::set<std::int64_t> done;
+    for (const auto& [variant, iteration] : partial.stepsDone) {
+        if (variant == "nominal") {
+            done.insert(iteration);
+        }
+    }
+    if (options.onlyIterations) {
+        std::erase_if(done, [&](std::int64_t it) { return !options.onlyIterations->contains(it); });
+    }
+    options.onlyIterations = std::move(done);
+    leftOut += partial.leftOutTensors;
+    return std::move(partial.opened);
+}
+
+// How much of the bundles a partial comparison covers, as a warning every front end shows.
+Diagnostic partialNote(const Bundle& reference, const Bundle& candidate,
+                       const DiffOptions& options, std::size_t leftOutOnDisk) {
+    std::set<TensorId> compared, leftOut;
+    for (const auto* bundle : {&reference, &candidate}) {
+        for (const auto& [id, shards] : bundle->tensors()) {
+            if (id.variant != "nominal") {
+                continue;
+            }
+            (selected(id, options) ? compared : leftOut).insert(id);
+        }
+    }
+    std::string iterations;
+    for (const auto it : *options.onlyIterations) {
+        iterations += (iterations.empty() ? "" : ", ") + std::to_string(it);
+    }
+    return makeWarning("partial-comparison", "",
+                       "partial: compared " + std::to_string(compared.size()) +
+                           " tensors of the iterations every rank finished (" +
+                           (iterations.empty() ? std::string("none") : iterations) +
+                           "); left out " + std::to_string(leftOut.size() + leftOutOnDisk) +
+                           " tensors of unfinished steps");
+}
+
 } // namespace
 
 DiffResult diffBundleDirs(const std::filesystem::path& reference,
@@ -228,9 +276,15 @@ DiffResult diffBundleDirs(const std::filesystem::path& reference,
             return !cb.progress || cb.progress(offset + width * f, what);
         };
     };
-    auto ref = openBundle(reference, scaled(0.0, 0.1));
-    auto cand = ref.cancelled ? BundleOpenResult{} : openBundle(candidate, scaled(0.1, 0.1));
+    DiffOptions inner = options;
+    std::size_t leftOut = 0;
+    auto ref = openSide(reference, scaled(0.0, 0.1), inner, leftOut);
+    auto cand =
+        ref.cancelled ? BundleOpenResult{} : openSide(candidate, scaled(0.1, 0.1), inner, leftOut);
     result.diagnostics = sideDiagnostics(ref, cand);
+    if (inner.onlyIterations && ref.bundle && cand.bundle) {
+        result.diagnostics.push_back(partialNote(*ref.bundle, *cand.bundle, inner, leftOut));
+    }
     if (cb.onOpened && !ref.cancelled && !cand.cancelled) {
         cb.onOpened(ref.bundle ? &ref.bundle->manifest() : nullptr,
                     cand.bundle ? &cand.bundle->manifest() : nullptr, result.diagnostics);
@@ -243,9 +297,9 @@ DiffResult diffBundleDirs(const std::filesystem::path& reference,
         result.summary.clean = false;
         return result;
     }
-    // A result of bundles with errors is not cached: the problem should be seen again.
-    DiffOptions inner = options;
-    inner.useCache = options.useCache && !hasErrors(result.diagnostics);
+    // A result of bundles with errors is not cached: the problem should be seen again; nor is
+    // a partial comparison, which the finished capture will replace.
+    inner.useCache = options.useCache && !hasErrors(result.diagnostics) && !inner.onlyIterations;
     auto diff = diffBundles(*ref.bundle, *cand.bundle, inner, scaled(0.2, 0.8), cb.onTensor);
     diff.diagnostics.insert(diff.diagnostics.begin(), result.diagnostics.begin(),
                             result.diagnostics.end());

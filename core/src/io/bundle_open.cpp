@@ -1,6 +1,8 @@
 // openBundle: manifest, then every rank file, then cross-rank consistency of each tensor.
+#include "io/bundle_index.h"
 #include "io/shard_index.h"
 #include "ttrace/bundle.h"
+#include "ttrace/capture_status.h"
 
 #include <set>
 #include <string>
@@ -48,32 +50,31 @@ void checkConsistency(const TensorId& id, const std::vector<ShardRef>& shards, D
 
 } // namespace
 
-BundleOpenResult openBundle(const std::filesystem::path& dir, const ProgressFn& progress) {
-    BundleOpenResult result;
-    auto manifest = readManifest(dir, result.diagnostics);
-    if (!manifest) {
-        return result;
-    }
+void indexBundle(const std::filesystem::path& dir, Manifest manifest, const ProgressFn& progress,
+                 const TensorFilter& keep, BundleOpenResult& result, std::size_t& leftOut) {
     Bundle::TensorIndex index;
-    const auto total = manifest->ranks.size();
+    const auto total = manifest.ranks.size();
     for (std::size_t i = 0; i < total; ++i) {
-        const auto& entry = manifest->ranks[i];
+        const auto& entry = manifest.ranks[i];
         if (progress && !progress(static_cast<double>(i) / static_cast<double>(total),
                                   "indexing " + entry.file)) {
             result.cancelled = true;
-            return result;
+            return;
         }
-        auto rankIndex = indexRankFile(dir, *manifest, entry, result.diagnostics);
+        auto rankIndex = indexRankFile(dir, manifest, entry, result.diagnostics);
         for (auto& item : rankIndex.shards) {
             index[item.id].push_back(std::move(item.shard));
         }
+    }
+    if (keep) {
+        std::erase_if(index, [&](const auto& item) { return !keep(item.first) && ++leftOut; });
     }
     for (const auto& [id, shards] : index) {
         checkConsistency(id, shards, result.diagnostics);
     }
     std::set<std::string> unknownModules;
     for (const auto& [id, shards] : index) {
-        if (!manifest->modules.empty() && !manifest->findModule(id.module)) {
+        if (!manifest.modules.empty() && !manifest.findModule(id.module)) {
             unknownModules.insert(id.module);
         }
     }
@@ -86,7 +87,24 @@ BundleOpenResult openBundle(const std::filesystem::path& dir, const ProgressFn& 
     if (progress) {
         progress(1.0, "indexed");
     }
-    result.bundle = std::make_shared<const Bundle>(dir, std::move(*manifest), std::move(index));
+    result.bundle = std::make_shared<const Bundle>(dir, std::move(manifest), std::move(index));
+}
+
+BundleOpenResult openBundle(const std::filesystem::path& dir, const ProgressFn& progress) {
+    BundleOpenResult result;
+    if (isUnfinishedCapture(dir)) {
+        // Not "is this a trace bundle?": say which rank stopped where.
+        if (const auto status = readCaptureStatus(dir, result.diagnostics)) {
+            describeUnfinishedCapture(dir, *status, Severity::Error, result.diagnostics);
+        }
+        return result;
+    }
+    auto manifest = readManifest(dir, result.diagnostics);
+    if (!manifest) {
+        return result;
+    }
+    std::size_t leftOut = 0;
+    indexBundle(dir, std::move(*manifest), progress, {}, result, leftOut);
     return result;
 }
 

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import h5py
 import numpy as np
 
+from .attribute_writer import AttributeWriter
 from .checksum import file_checksum
 from .dtypes import DType
 from .key import TensorKey
@@ -26,6 +27,11 @@ COORD_NAMES = ("tp", "pp", "dp", "cp", "ep", "vpp")
 ROLES = ("reference", "candidate")
 # Optional string attributes of a tensor dataset: how capture decided its placement.
 NOTE_ATTRS = ("layout_note", "annotate_hint")
+# Metadata cache of a rank file. Large enough that HDF5 never evicts (writes back in place)
+# metadata between two flushes of one step's datasets: the file on disk then stays as it
+# was at the last flush, readable after the job is killed (docs/capture.md, "Interrupted
+# captures").
+METADATA_CACHE_BYTES = 32 << 20
 
 
 def rank_file_name(rank: int) -> str:
@@ -67,8 +73,11 @@ class BundleWriter:
         self.path = self.bundle_dir / self.file_name
         # libver v110 keeps the file readable by HDF5 1.10, which the C++ reader links.
         self._file: h5py.File | None = h5py.File(self.path, "w", libver=("earliest", "v110"))
+        _enlarge_metadata_cache(self._file)
+        self._attrs = AttributeWriter()
         self._written: set[str] = set()
         self._bytes = 0
+        self.last_path = ""  # the tensor written last
         self._record: RankRecord | None = None
         attrs = self._file.attrs
         attrs["format"] = FORMAT
@@ -115,7 +124,7 @@ class BundleWriter:
             # Without a stated partial index every rank's shard is its own partial.
             placement = placement.with_partial(self.rank)
 
-        dataset = self._file.create_dataset(path, data=stored, dtype=stored.dtype)
+        dataset = self._attrs.create_dataset(self._file, path, stored)
         attrs: dict[str, Any] = {
             "dtype": kind.name,
             "variant": key.variant,
@@ -133,9 +142,10 @@ class BundleWriter:
                 raise ValueError(f"rank {self.rank}: {path}: unknown note {name!r}")
             attrs[name] = str(text)
         for name, value in attrs.items():
-            dataset.attrs[name] = value
+            self._attrs.write(dataset, name, value)
         self._written.add(path)
         self._bytes += stored.nbytes
+        self.last_path = path
 
     @staticmethod
     def _encode(
@@ -171,6 +181,14 @@ class BundleWriter:
     def flush(self) -> None:
         if self._file is not None:
             self._file.flush()
+
+    @property
+    def tensors(self) -> int:
+        return len(self._written)
+
+    @property
+    def bytes(self) -> int:
+        return self._bytes
 
     def close(self) -> RankRecord:
         """Close the file and return this rank's manifest entry (again on repeated calls)."""
@@ -209,3 +227,12 @@ class BundleWriter:
         traceback: TracebackType | None,
     ) -> None:
         self.close()
+
+
+def _enlarge_metadata_cache(file: h5py.File) -> None:
+    config = file.id.get_mdc_config()
+    config.set_initial_size = True
+    config.initial_size = METADATA_CACHE_BYTES
+    config.min_size = METADATA_CACHE_BYTES
+    config.max_size = max(config.max_size, 2 * METADATA_CACHE_BYTES)
+    file.id.set_mdc_config(config)

@@ -6,28 +6,47 @@ the rank's HDF5 file in order. A byte budget bounds the host memory held by pend
 the producer blocks only while the budget is exceeded. A failed write is remembered, further
 tensors are dropped, and the failure is raised (naming the tensor) at the next `put`,
 `flush` or `close`.
+
+Durable points: at the end of every training step, and every `DURABLE_SECONDS` within a
+long one, the thread flushes the rank file and then rewrites the rank's status record
+(`ttrace.bundle.rank_status`). A job killed between two flushes leaves a file that holds at
+least what its record claims, and a record that names the last tensor on disk. A kill in
+the middle of a flush (milliseconds) can leave the file unreadable, which readers report;
+flushing rarely keeps that window small.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections import deque
 
 import torch
 
 from ttrace.bundle import BundleWriter, Placement, RankRecord, TensorKey
+from ttrace.bundle.rank_status import RankStatus
 
 from .errors import TracerError
+from .host_copy import wait_ready
 
 log = logging.getLogger("ttrace.capture")
 
 _STOP = object()
+_STEP_DONE = object()
+DURABLE_SECONDS = 10.0
 
 
 class AsyncWriter:
-    def __init__(self, writer: BundleWriter, memory_cap_bytes: int = 1 << 30) -> None:
+    def __init__(
+        self,
+        writer: BundleWriter,
+        memory_cap_bytes: int = 1 << 30,
+        status: RankStatus | None = None,
+    ) -> None:
         self.writer = writer
+        self.status = status
+        self._durable_at = time.monotonic()
         self.cap = int(memory_cap_bytes)
         self._items: deque = deque()
         self._pending_bytes = 0
@@ -62,6 +81,13 @@ class AsyncWriter:
             self.peak_pending_bytes = max(self.peak_pending_bytes, self._pending_bytes)
             self._cond.notify_all()
 
+    def step_done(self, variant: str, iteration: int) -> None:
+        """Every tensor of step (variant, iteration) is queued: once they are written, the
+        file is flushed and the status record lists the step as finished."""
+        with self._cond:
+            self._items.append((_STEP_DONE, (variant, int(iteration)), None, None, 0))
+            self._cond.notify_all()
+
     def flush(self) -> None:
         """Wait until everything queued is on disk and the file is flushed."""
         with self._cond:
@@ -79,6 +105,11 @@ class AsyncWriter:
             self._cond.notify_all()
         self._thread.join()
         self._record = self.writer.close()
+        if self.status is not None and self._error is None:
+            self.status.state = "closed"
+            self.status.tensors, self.status.bytes = self.writer.tensors, self.writer.bytes
+            self.status.last_tensor = self.writer.last_path
+            self._write_status()
         with self._cond:
             self._raise_pending()
         return self._record
@@ -101,12 +132,20 @@ class AsyncWriter:
             if key is _STOP:
                 return
             try:
-                if self._error is None:
+                if key is _STEP_DONE:
+                    if self.status is not None and tensor not in self.status.steps_done:
+                        self.status.steps_done.append(tensor)
+                    self._durable_point()
+                elif self._error is None:
+                    wait_ready(tensor)  # a device-to-host copy still in flight
                     self.writer.write(key, tensor, placement, notes=notes)
                     self.bytes_written += nbytes
                     self.tensors_written += 1
+                    if time.monotonic() - self._durable_at >= DURABLE_SECONDS:
+                        self._durable_point()
             except Exception as exc:  # keep the thread alive to drain and release producers
-                msg = f"ttrace: writing {key.path} on rank {self.writer.rank} failed: {exc}"
+                what = key.path if isinstance(key, TensorKey) else "its status record"
+                msg = f"ttrace: writing {what} on rank {self.writer.rank} failed: {exc}"
                 log.error(msg)
                 with self._cond:
                     self._error = TracerError(msg)
@@ -116,3 +155,19 @@ class AsyncWriter:
                     self._pending_bytes -= nbytes
                     self._busy = False
                     self._cond.notify_all()
+
+    def _durable_point(self) -> None:
+        """Flush the rank file, then say so in the status record (in this order: the
+        record must never claim more than the file holds)."""
+        if self.status is None or self._error is not None:
+            return
+        self.writer.flush()
+        self._durable_at = time.monotonic()
+        self.status.tensors = self.writer.tensors
+        self.status.bytes = self.writer.bytes
+        self.status.last_tensor = self.writer.last_path
+        self._write_status()
+
+    def _write_status(self) -> None:
+        assert self.status is not None
+        self.status.write(self.writer.bundle_dir)

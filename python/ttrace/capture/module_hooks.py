@@ -1,7 +1,8 @@
 """Forward/backward hooks on captured modules and gradient hooks on their parameters.
 
-Hooks only copy tensors to host memory and queue them: no collectives, no synchronization
-with other ranks, no change to values (except the reference's deliberate perturbation).
+Hooks only copy tensors to host memory (on CUDA asynchronously, `host_copy`) and queue
+them: no collectives, no synchronization with the device or other ranks, no change to
+values (except the reference's deliberate perturbation).
 Every key is bound when the forward runs, so gradients arriving later, interleaved with
 other micro-batches' forwards (1F1B), are still filed under their own micro-batch.
 
@@ -33,6 +34,7 @@ from .annotate import param_annotation_of
 from .capture_state import CaptureState
 from .dtensor_placement import is_dtensor
 from .errors import TracerError
+from .host_copy import to_host
 from .inference import CallEntry, Decision, PlacementInference
 from .layout import Layout
 from .layout_note import LayoutNote
@@ -41,12 +43,6 @@ from .naming import ModuleNames
 from .perturbation import Perturbation
 
 Sink = Callable[[TensorKey, torch.Tensor, Placement | None, LayoutNote | None], None]
-
-
-def to_host(t: torch.Tensor) -> torch.Tensor:
-    """A private host copy (the original may be updated in place later)."""
-    t = t.detach()
-    return t.to("cpu", copy=True) if t.device.type != "cpu" else t.clone()
 
 
 def flatten(value: Any) -> list[Any]:
@@ -209,10 +205,8 @@ class ModuleHooks:
     def emit_param(self, p: torch.Tensor, tensor: torch.Tensor, kind: str, mb: int) -> None:
         module, mname, pname = self.param_name(p)
         local, placement, scale = self.inference.parameter(tensor, p, module, kind)
-        data = to_host(local)
         factor = stored_scale(self.inference, kind, placement, tuple(local.shape), scale)
-        if factor != 1.0:
-            data.mul_(factor)
+        data = to_host(local, factor)
         path = self.names.paths.get(module, mname)
         note = self.inference.param_note(p, f"{path}.{pname}" if path else pname)
         self.sink(self._key(mb, mname, kind, pname), data, placement, note)
@@ -339,10 +333,9 @@ class ModuleHooks:
             first = False
             self.inference.remember(t, decided.layout)
             if s.wants_kind("forward_output"):
-                data = to_host(local)
+                # Scaled: a per-rank loss.
                 factor = stored_scale(self.inference, "forward_output", placement, tuple(t.shape))
-                if factor != 1.0:
-                    data.mul_(factor)  # a per-rank loss
+                data = to_host(local, factor)
                 self.sink(self._key(mb, name, "forward_output", i), data, placement, decided.note)
             if t.requires_grad and s.wants_kind("output_grad"):
                 t.register_hook(self._output_grad_hook(module, i, mb, decided))
@@ -362,10 +355,8 @@ class ModuleHooks:
         local, placement, done = self.inference.activation(
             module, direction, index, grad, gradient=True, decided=decided
         )
-        data = to_host(local)
         factor = stored_scale(self.inference, key.kind, placement, tuple(grad.shape))
-        if factor != 1.0:
-            data.mul_(factor)
+        data = to_host(local, factor)
         self.sink(key, data, placement, done.note)
 
     def _output_grad_hook(

@@ -23,6 +23,7 @@ import atexit
 import contextlib
 import logging
 import os
+import uuid
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,8 @@ import torch.distributed as dist
 from torch import nn
 
 from ttrace.bundle import BundleWriter, Placement, RankRecord, TensorKey, write_manifest
+from ttrace.bundle.bundle_dir import clear_old_bundle, remove_status_records
+from ttrace.bundle.rank_status import RankStatus
 
 from .async_writer import AsyncWriter
 from .call_recorder import CallRecorder
@@ -107,10 +110,23 @@ class Tracer:
         self.calls = CallStructure()
         self.inference = PlacementInference(self.names, self.parallel, self.calls)
         self.table = ModuleTable()
+        capture_id = self._start_capture()
         writer = BundleWriter(
             self.out_dir, self.rank, self.world_size, role, self.parallel.coords()
         )
-        self.writer = AsyncWriter(writer, memory_cap_bytes)
+        status = RankStatus(
+            capture_id=capture_id,
+            rank=self.rank,
+            world_size=self.world_size,
+            role=role,
+            coords=dict(writer.coords),
+            parallel=self.parallel.sizes(),
+            precision=self.precision,
+            variants=["nominal", *self.perturbation.variants],
+            model=model_name,
+        )
+        status.write(self.out_dir)
+        self.writer = AsyncWriter(writer, memory_cap_bytes, status)
         self.hooks = ModuleHooks(
             self.names, self.inference, self.state, self._sink, self.table, self.perturbation
         )
@@ -136,6 +152,29 @@ class Tracer:
         self._record: RankRecord | None = None
         atexit.register(self._atexit)
 
+    def _collective(self) -> bool:
+        return (
+            self.world_size > 1
+            and dist.is_available()
+            and dist.is_initialized()
+            and dist.get_world_size() == self.world_size
+        )
+
+    def _start_capture(self) -> str:
+        """Replace whatever an earlier capture left in the folder; this capture's id.
+
+        In a distributed job rank 0 clears the folder before any rank creates a file (the
+        broadcast of the id orders them), so no stale file of an old, larger or killed
+        capture survives. Ranks simulated in one process clear only their own files."""
+        if not self._collective():
+            clear_old_bundle(self.out_dir, self.rank, self.world_size, sole_owner=self.rank == 0)
+            return uuid.uuid4().hex
+        if self.rank == 0:
+            clear_old_bundle(self.out_dir, 0, self.world_size, sole_owner=True)
+        box = [uuid.uuid4().hex if self.rank == 0 else None]
+        dist.broadcast_object_list(box, src=0)
+        return str(box[0])
+
     # --- the training loop's side -----------------------------------------------------------
 
     @contextlib.contextmanager
@@ -156,6 +195,9 @@ class Tracer:
             with contextlib.suppress(Exception):
                 self.writer.flush()
             raise
+        else:
+            if s.wants(-1):
+                self.writer.step_done(s.variant, s.iteration)
         finally:
             s.in_step, self._explicit_step, s.explicit_mb = False, False, None
 
@@ -263,6 +305,7 @@ class Tracer:
     def _after_optimizer_step(self) -> None:
         if not self._explicit_step:
             # Implicit iterations: the next forward starts the next step.
+            self.writer.step_done(self.state.variant, self.state.iteration)
             self.state.iteration += 1
             self.state.reset_counters()
             self.hooks.grad_count.clear()
@@ -317,7 +360,7 @@ class Tracer:
             self.perturbation.manifest_entry(),
             error is None,
         )
-        if self.world_size > 1 and dist.is_available() and dist.is_initialized():
+        if self._collective():
             gathered: list[Any] = [None] * self.world_size
             dist.all_gather_object(gathered, payload)
         else:
@@ -360,6 +403,7 @@ class Tracer:
             perturbation=next((p[4] for p in gathered if p[4]), None),
             model=self.model_name,
         )
+        remove_status_records(self.out_dir, self.world_size)
 
     def _atexit(self) -> None:
         # A job that dies without close(): at least leave a readable rank file.

@@ -20,6 +20,8 @@ from typing import Any
 import torch
 from torch import nn
 
+from .generator_states import GeneratorStates
+
 
 def torch_optimizers(optimizer: Any, depth: int = 0) -> list[torch.optim.Optimizer]:
     """The torch optimizers inside a (possibly wrapped, possibly chained) optimizer."""
@@ -63,8 +65,7 @@ class TrainingSnapshot:
             else None
         )
         self.optimizer = optimizer
-        self.cpu_rng = torch.get_rng_state()
-        self.cuda_rng = torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else None
+        self.rng = GeneratorStates(roots)
 
     def _keep(self, value: Any, seen: set[int]) -> None:
         # Non-tensor state (None, bytes) is not changed by a training step.
@@ -82,6 +83,4 @@ class TrainingSnapshot:
                 opt.state[p] = {k: _clone(v) for k, v in entries.items()}
         if self.fallback is not None:
             self.optimizer.load_state_dict(copy.deepcopy(self.fallback))
-        torch.set_rng_state(self.cpu_rng)
-        if self.cuda_rng is not None:
-            torch.cuda.set_rng_state_all(self.cuda_rng)
+        self.rng.restore()
