@@ -60,15 +60,13 @@ def write_reference(bundle: Path, hidden: int = 6, model: str = "hostile tiny ML
         for variant in VARIANTS:
             scale = 0.0 if variant == "nominal" else 1e-4
 
-            def noisy(a: np.ndarray) -> np.ndarray:
+            def noisy(a: np.ndarray, scale: float = scale) -> np.ndarray:
                 noise = rng.uniform(-scale, scale, a.shape).astype(np.float32)
                 return (a * (1 + noise)).astype(np.float32)
 
             for key, value in ((EMBED, base["embed"]), (FC1, base["fc1"]), (FC2, base["fc2"])):
                 writer.write(key.with_variant(variant), noisy(value))
-            writer.write(
-                WEIGHT.with_variant(variant), bf16_bits(base["weight"]), dtype="bfloat16"
-            )
+            writer.write(WEIGHT.with_variant(variant), bf16_bits(base["weight"]), dtype="bfloat16")
             writer.write(LOSS.with_variant(variant), np.float32(0.75 * (1 + 10 * scale)))
     record = writer.close()
     write_manifest(

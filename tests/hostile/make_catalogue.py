@@ -27,9 +27,9 @@ import h5py
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from base_pair import EMBED, FC1, FC2, LOSS, WEIGHT, write_candidate, write_reference  # noqa: E402
+from base_pair import FC1, FC2, WEIGHT, write_candidate, write_reference
 
-from ttrace.bundle.checksum import file_checksum  # noqa: E402
+from ttrace.bundle.checksum import file_checksum
 
 RANK0 = "rank-00000.h5"
 RANK1 = "rank-00001.h5"
@@ -127,12 +127,18 @@ R = "reference"
 # --- manifest: numbers and types --------------------------------------------------------
 
 
-@case("world-size-2e9", "world_size 2e9 with two ranks listed", Expect(2, "implausible-world-size", "world_size"))
+@case(
+    "world-size-2e9",
+    "world_size 2e9 with two ranks listed",
+    Expect(2, "implausible-world-size", "world_size"),
+)
 def _(d: Path) -> None:
     edit(d / C, lambda m: m.update(world_size=2_000_000_000))
 
 
-@case("world-size-0", "world_size 0 and no ranks", Expect(2, "implausible-world-size", "world_size"))
+@case(
+    "world-size-0", "world_size 0 and no ranks", Expect(2, "implausible-world-size", "world_size")
+)
 def _(d: Path) -> None:
     edit(d / C, lambda m: m.update(world_size=0, ranks=[]))
 
@@ -144,7 +150,7 @@ def _(d: Path) -> None:
     (d / C / "manifest.json").write_text(text, encoding="utf-8")
 
 
-@case("world-size-string", "world_size \"2\"", Expect(2, "manifest-field", "world_size"))
+@case("world-size-string", 'world_size "2"', Expect(2, "manifest-field", "world_size"))
 def _(d: Path) -> None:
     edit(d / C, lambda m: m.update(world_size="2"))
 
@@ -211,12 +217,18 @@ def _(d: Path) -> None:
     edit(d / C, lambda m: m.update(modules=[]))
 
 
-@case("module-entry-number", "a modules entry is a number", Expect(2, "manifest-field", "modules[1]"))
+@case(
+    "module-entry-number", "a modules entry is a number", Expect(2, "manifest-field", "modules[1]")
+)
 def _(d: Path) -> None:
     edit(d / C, lambda m: m["modules"].__setitem__(1, 42))
 
 
-@case("parallel-product", "tp*pp*dp*cp is not world_size", Expect(2, "parallel-mismatch", "world_size"))
+@case(
+    "parallel-product",
+    "tp*pp*dp*cp is not world_size",
+    Expect(2, "parallel-mismatch", "world_size"),
+)
 def _(d: Path) -> None:
     edit(d / C, lambda m: m["parallel"].update(tp=4))
 
@@ -226,24 +238,40 @@ def _(d: Path) -> None:
     edit(d / C, lambda m: m["parallel"].update(dp=-2))
 
 
-@case("coords-disagree-file", "manifest coords differ from the rank file's", Expect(2, "coords-mismatch", "rank 1"))
+@case(
+    "coords-disagree-file",
+    "manifest coords differ from the rank file's",
+    Expect(2, "coords-mismatch", "rank 1"),
+)
 def _(d: Path) -> None:
     edit(d / C, lambda m: m["ranks"][1]["coords"].update(tp=0, dp=1))
     edit(d / C, lambda m: m["parallel"].update(tp=1, dp=2))
 
 
-@case("coords-out-of-range", "a tp coordinate beyond the tp size", Expect(2, "coords-mismatch", "rank 1"))
+@case(
+    "coords-out-of-range",
+    "a tp coordinate beyond the tp size",
+    Expect(2, "coords-mismatch", "rank 1"),
+)
 def _(d: Path) -> None:
     edit(d / C, lambda m: m["ranks"][1]["coords"].update(tp=7))
     h5edit(d / C, 1, lambda f: f.attrs.__setitem__("coord_tp", np.int64(7)))
 
 
-@case("manifest-deep-json", "manifest.json nested 100000 levels deep", Expect(2, "bad-manifest", "manifest.json"))
+@case(
+    "manifest-deep-json",
+    "manifest.json nested 100000 levels deep",
+    Expect(2, "bad-manifest", "manifest.json"),
+)
 def _(d: Path) -> None:
     (d / C / "manifest.json").write_text("[" * 100000 + "]" * 100000, encoding="utf-8")
 
 
-@case("manifest-not-utf8", "manifest.json with a non-UTF-8 module name", Expect(2, "bad-manifest", "manifest.json"))
+@case(
+    "manifest-not-utf8",
+    "manifest.json with a non-UTF-8 module name",
+    Expect(2, "bad-manifest", "manifest.json"),
+)
 def _(d: Path) -> None:
     raw = (d / C / "manifest.json").read_bytes().replace(b'"embed"', b'"emb\xffed"', 1)
     (d / C / "manifest.json").write_bytes(raw)
@@ -252,7 +280,11 @@ def _(d: Path) -> None:
 # --- files that are not regular files ---------------------------------------------------
 
 
-@case("manifest-is-directory", "manifest.json is a directory", Expect(2, "not-regular-file", "manifest.json"))
+@case(
+    "manifest-is-directory",
+    "manifest.json is a directory",
+    Expect(2, "not-regular-file", "manifest.json"),
+)
 def _(d: Path) -> None:
     (d / C / "manifest.json").unlink()
     (d / C / "manifest.json").mkdir()
@@ -276,13 +308,19 @@ def _(d: Path) -> None:
     (d / C / RANK1).mkdir()
 
 
-@case("rank-file-dev-zero", "a rank file is a link to /dev/zero", Expect(2, "not-regular-file", RANK1))
+@case(
+    "rank-file-dev-zero", "a rank file is a link to /dev/zero", Expect(2, "not-regular-file", RANK1)
+)
 def _(d: Path) -> None:
     (d / C / RANK1).unlink()
     (d / C / RANK1).symlink_to("/dev/zero")
 
 
-@case("unlisted-rank-file", "an extra rank-00002.h5 the manifest does not list", Expect(2, "unlisted-rank-file", "rank-00002.h5"))
+@case(
+    "unlisted-rank-file",
+    "an extra rank-00002.h5 the manifest does not list",
+    Expect(2, "unlisted-rank-file", "rank-00002.h5"),
+)
 def _(d: Path) -> None:
     shutil.copyfile(d / C / RANK1, d / C / "rank-00002.h5")
 
@@ -290,12 +328,24 @@ def _(d: Path) -> None:
 # --- HDF5 content -----------------------------------------------------------------------
 
 
-@case("string-attr-array", "the module attribute is an array of strings", Expect(2, "bad-attribute", "module"))
+@case(
+    "string-attr-array",
+    "the module attribute is an array of strings",
+    Expect(2, "bad-attribute", "module"),
+)
 def _(d: Path) -> None:
-    h5edit(d / C, 1, lambda f: f[FC1.path].attrs.__setitem__("module", np.array([b"layers.0.fc1", b"x" * 64])))
+    h5edit(
+        d / C,
+        1,
+        lambda f: f[FC1.path].attrs.__setitem__("module", np.array([b"layers.0.fc1", b"x" * 64])),
+    )
 
 
-@case("string-attr-vlen-array", "the kind attribute is a variable-length string array", Expect(2, "bad-attribute", "kind"))
+@case(
+    "string-attr-vlen-array",
+    "the kind attribute is a variable-length string array",
+    Expect(2, "bad-attribute", "kind"),
+)
 def _(d: Path) -> None:
     def fn(f: h5py.File) -> None:
         f[FC1.path].attrs.create("kind", ["forward_output", "y" * 100], dtype=h5py.string_dtype())
@@ -303,17 +353,27 @@ def _(d: Path) -> None:
     h5edit(d / C, 1, fn)
 
 
-@case("int-attr-array", "the iteration attribute is an array", Expect(2, "bad-attribute", "iteration"))
+@case(
+    "int-attr-array", "the iteration attribute is an array", Expect(2, "bad-attribute", "iteration")
+)
 def _(d: Path) -> None:
-    h5edit(d / C, 1, lambda f: f[FC1.path].attrs.__setitem__("iteration", np.arange(5, dtype=np.int64)))
+    h5edit(
+        d / C, 1, lambda f: f[FC1.path].attrs.__setitem__("iteration", np.arange(5, dtype=np.int64))
+    )
 
 
-@case("dtype-attr-integer", "the dtype attribute is an integer", Expect(2, "bad-attribute", "dtype"))
+@case(
+    "dtype-attr-integer", "the dtype attribute is an integer", Expect(2, "bad-attribute", "dtype")
+)
 def _(d: Path) -> None:
     h5edit(d / C, 1, lambda f: f[FC1.path].attrs.__setitem__("dtype", np.int64(3)))
 
 
-@case("shape-larger-than-data", "a dataset declares 2^28 elements but stores none", Expect(2, "short-data", FC1.path))
+@case(
+    "shape-larger-than-data",
+    "a dataset declares 2^28 elements but stores none",
+    Expect(2, "short-data", FC1.path),
+)
 def _(d: Path) -> None:
     def fn(f: h5py.File) -> None:
         ds = replace_dataset(f, FC1.path, None, shape=(4, 2**26), dtype=np.float32)
@@ -323,12 +383,24 @@ def _(d: Path) -> None:
     h5edit(d / C, 1, fn)
 
 
-@case("global-shape-overflow", "global_shape whose element count overflows int64", Expect(2, "bad-placement", "global_shape"))
+@case(
+    "global-shape-overflow",
+    "global_shape whose element count overflows int64",
+    Expect(2, "bad-placement", "global_shape"),
+)
 def _(d: Path) -> None:
-    h5edit(d / C, 1, lambda f: f[FC1.path].attrs.__setitem__("global_shape", np.array([2**62, 2**40], np.int64)))
+    h5edit(
+        d / C,
+        1,
+        lambda f: f[FC1.path].attrs.__setitem__("global_shape", np.array([2**62, 2**40], np.int64)),
+    )
 
 
-@case("global-shape-huge", "global_shape of 2^39 elements for a 12-element shard", Expect(2, "hole", FC1.path))
+@case(
+    "global-shape-huge",
+    "global_shape of 2^39 elements for a 12-element shard",
+    Expect(2, "hole", "covered by no shard"),
+)
 def _(d: Path) -> None:
     def fn(f: h5py.File) -> None:
         f[FC1.path].attrs["global_shape"] = np.array([4, 2**37], np.int64)
@@ -339,15 +411,29 @@ def _(d: Path) -> None:
 
 @case("box-start-2^63", "a box start near 2^63", Expect(2, "bad-placement", FC1.path))
 def _(d: Path) -> None:
-    h5edit(d / C, 1, lambda f: f[FC1.path].attrs.__setitem__("boxes", np.array([[0, 0, 4, 0, 2**63 - 2, 3]], np.int64)))
+    h5edit(
+        d / C,
+        1,
+        lambda f: f[FC1.path].attrs.__setitem__(
+            "boxes", np.array([[0, 0, 4, 0, 2**63 - 2, 3]], np.int64)
+        ),
+    )
 
 
 @case("box-negative-length", "a box with a negative length", Expect(2, "bad-placement", FC1.path))
 def _(d: Path) -> None:
-    h5edit(d / C, 1, lambda f: f[FC1.path].attrs.__setitem__("boxes", np.array([[0, 0, 4, 0, 3, -3]], np.int64)))
+    h5edit(
+        d / C,
+        1,
+        lambda f: f[FC1.path].attrs.__setitem__("boxes", np.array([[0, 0, 4, 0, 3, -3]], np.int64)),
+    )
 
 
-@case("bf16-as-int16", "bfloat16 bits stored as signed int16", Expect(2, "storage-mismatch", WEIGHT.path))
+@case(
+    "bf16-as-int16",
+    "bfloat16 bits stored as signed int16",
+    Expect(2, "storage-mismatch", WEIGHT.path),
+)
 def _(d: Path) -> None:
     def fn(f: h5py.File) -> None:
         bits = f[WEIGHT.path][()]
@@ -356,7 +442,11 @@ def _(d: Path) -> None:
     h5edit(d / C, 1, fn)
 
 
-@case("duplicate-dataset", "one rank file holds the same tensor twice", Expect(2, "duplicate-tensor", FC1.path))
+@case(
+    "duplicate-dataset",
+    "one rank file holds the same tensor twice",
+    Expect(2, "duplicate-tensor", FC1.path),
+)
 def _(d: Path) -> None:
     def fn(f: h5py.File) -> None:
         f.copy(FC1.path, FC1.path + "_copy")
@@ -366,7 +456,7 @@ def _(d: Path) -> None:
     edit(d / C, lambda m: m["ranks"][1].update(tensors=m["ranks"][1]["tensors"] + 1))
 
 
-@case("non-utf8-module", "a module name that is not UTF-8 (both sides)", Expect(0, "", "clean"))
+@case("non-utf8-module", "a module name that is not UTF-8 (both sides)", Expect(0, "", ""))
 def _(d: Path) -> None:
     bad = np.bytes_(b"layers.0.f\xffc2")
 
@@ -386,7 +476,11 @@ def _all_datasets(f: h5py.File) -> list[str]:
     return found
 
 
-@case("corrupt-metadata-crc-ok", "HDF5 object headers overwritten, CRC recomputed", Expect(2, "damaged-file", RANK1))
+@case(
+    "corrupt-metadata-crc-ok",
+    "HDF5 object headers overwritten, CRC recomputed",
+    Expect(2, "damaged-file", RANK1),
+)
 def _(d: Path) -> None:
     path = d / C / RANK1
     data = bytearray(path.read_bytes())
@@ -397,7 +491,9 @@ def _(d: Path) -> None:
     refresh(d / C, 1)
 
 
-@case("nan-inf-data", "the candidate holds NaN and Inf", Expect(1, "", "divergent", validate_exit=0))
+@case(
+    "nan-inf-data", "the candidate holds NaN and Inf", Expect(1, "", "divergent", validate_exit=0)
+)
 def _(d: Path) -> None:
     def fn(f: h5py.File) -> None:
         ds = f[FC2.path]
@@ -413,12 +509,22 @@ def _(d: Path) -> None:
 # --- geometry: shards that claim the same elements ----------------------------------------
 
 
-@case("partial-overlap", "rank 1 claims columns 2..4 of a 6-wide split", Expect(2, "overlap", FC1.path))
+@case(
+    "partial-overlap",
+    "rank 1 claims columns 2..4 of a 6-wide split",
+    Expect(2, "overlap", "ranks 0 and 1 overlap partly"),
+)
 def _(d: Path) -> None:
-    h5edit(d / C, 1, lambda f: f[FC1.path].attrs.__setitem__("boxes", np.array([[0, 0, 4, 0, 2, 3]], np.int64)))
+    h5edit(
+        d / C,
+        1,
+        lambda f: f[FC1.path].attrs.__setitem__("boxes", np.array([[0, 0, 4, 0, 2, 3]], np.int64)),
+    )
 
 
-@case("gap", "rank 1 claims columns 4..6 of a 7-wide tensor", Expect(2, "hole", FC1.path))
+@case(
+    "gap", "rank 1 claims columns 4..6 of a 7-wide tensor", Expect(2, "hole", "covered by no shard")
+)
 def _(d: Path) -> None:
     def fn(f: h5py.File) -> None:
         f[FC1.path].attrs["global_shape"] = np.array([4, 7], np.int64)
@@ -427,16 +533,29 @@ def _(d: Path) -> None:
     h5edit(
         d / C,
         1,
-        lambda f: (fn(f), f[FC1.path].attrs.__setitem__("boxes", np.array([[0, 0, 4, 0, 4, 3]], np.int64))),
+        lambda f: (
+            fn(f),
+            f[FC1.path].attrs.__setitem__("boxes", np.array([[0, 0, 4, 0, 4, 3]], np.int64)),
+        ),
     )
 
 
-@case("out-of-bounds", "rank 1's box ends past the global shape", Expect(2, "placement-outside", FC1.path))
+@case(
+    "out-of-bounds",
+    "rank 1's box ends past the global shape",
+    Expect(2, "placement-outside", FC1.path),
+)
 def _(d: Path) -> None:
-    h5edit(d / C, 1, lambda f: f[FC1.path].attrs.__setitem__("boxes", np.array([[0, 0, 4, 0, 4, 3]], np.int64)))
+    h5edit(
+        d / C,
+        1,
+        lambda f: f[FC1.path].attrs.__setitem__("boxes", np.array([[0, 0, 4, 0, 4, 3]], np.int64)),
+    )
 
 
-@case("identical-copies-agree", "both ranks store the whole fc2 under combine copy", Expect(0, "", "clean"))
+@case(
+    "identical-copies-agree", "both ranks store the whole fc2 under combine copy", Expect(0, "", "")
+)
 def _(d: Path) -> None:
     for rank in range(2):
         h5edit(d / C, rank, lambda f: f[FC2.path].attrs.__setitem__("combine", "copy"))
@@ -445,7 +564,7 @@ def _(d: Path) -> None:
 @case(
     "identical-copies-differ",
     "both ranks store the whole fc2 under combine copy, rank 1's differs",
-    Expect(1, "replica-disagree", "ranks 0 and 1", validate_exit=0),
+    Expect(1, "replica-disagree", "layers.0.fc2", validate_exit=0),
 )
 def _(d: Path) -> None:
     for rank in range(2):
@@ -461,23 +580,44 @@ def _(d: Path) -> None:
 # --- pairs: roles and identity ------------------------------------------------------------
 
 
-@case("same-bundle-twice", "the candidate given as both sides", Expect(2, "same-bundle", "same bundle", validate_exit=0), ref=C, cand=C)
+@case(
+    "same-bundle-twice",
+    "the candidate given as both sides",
+    Expect(2, "same-bundle", "same bundle", validate_exit=0),
+    ref=C,
+    cand=C,
+)
 def _(d: Path) -> None:
     pass
 
 
-@case("candidate-as-reference", "a copy of the candidate given as the reference", Expect(2, "role-mismatch", "candidate", validate_exit=0), ref="candidate-copy")
+@case(
+    "candidate-as-reference",
+    "a copy of the candidate given as the reference",
+    Expect(2, "role-mismatch", "candidate", validate_exit=0),
+    ref="candidate-copy",
+)
 def _(d: Path) -> None:
     shutil.copytree(d / C, d / "candidate-copy")
     edit(d / "candidate-copy", lambda m: m.update(model="another TP2 run"))
 
 
-@case("swapped-roles", "reference and candidate given in the wrong order", Expect(2, "swapped-roles", "wrong order", validate_exit=0), ref=C, cand=R)
+@case(
+    "swapped-roles",
+    "reference and candidate given in the wrong order",
+    Expect(2, "swapped-roles", "wrong order", validate_exit=0),
+    ref=C,
+    cand=R,
+)
 def _(d: Path) -> None:
     pass
 
 
-@case("reference-of-another-model", "the reference of a model with another hidden size", Expect(2, "different-model", "model", validate_exit=0))
+@case(
+    "reference-of-another-model",
+    "the reference of a model with another hidden size",
+    Expect(2, "different-model", "model", validate_exit=0),
+)
 def _(d: Path) -> None:
     write_reference(d / R, hidden=8, model="another tiny MLP")
 

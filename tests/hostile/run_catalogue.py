@@ -47,7 +47,15 @@ def command(tool: str, case: dict[str, Any], root: Path, bins: Path, scratch: Pa
     if tool == "validate":
         return [str(bins / "ttrace"), "validate", str(where / case["validate"])]
     if tool == "diff":
-        return [str(bins / "ttrace"), "diff", "--no-cache", "--json", str(scratch / "diff.json"), ref, cand]
+        return [
+            str(bins / "ttrace"),
+            "diff",
+            "--no-cache",
+            "--json",
+            str(scratch / "diff.json"),
+            ref,
+            cand,
+        ]
     return [str(bins / "ttrace-explorer"), "--screenshot", str(scratch / "shot.png"), ref, cand]
 
 
@@ -144,8 +152,10 @@ def main(argv: list[str]) -> int:
         for tool in TOOLS:
             a = answers[tool]
             codes = ",".join(sorted(set(a.codes)))[:60]
-            print(f"{case['name']:28} {tool:9} exit {a.exit:4} {a.seconds:5.2f}s {codes:30} "
-                  f"{first_line(a.stderr)}")
+            print(
+                f"{case['name']:28} {tool:9} exit {a.exit:4} {a.seconds:5.2f}s {codes:30} "
+                f"{first_line(a.stderr)}"
+            )
         wrong = problems(case, answers)
         bad += bool(wrong)
         for w in wrong:

@@ -154,7 +154,7 @@ void pruneDiffCache(const fs::path& dir, std::size_t keep) {
 
 fs::path storeCachedDiff(const fs::path& candidate, const std::string& key,
                          const DiffResult& result) {
-    const std::string text = nlohmann::json(key).dump() + "\n" + diffResultToJson(result, false);
+    const std::string text = nlohmann::json(key).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n" + diffResultToJson(result, false);
     for (const auto& dir : diffCacheDirs(candidate)) {
         std::error_code ec;
         fs::create_directories(dir, ec);

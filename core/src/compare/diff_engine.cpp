@@ -1,5 +1,6 @@
 #include "ttrace/diff_engine.h"
 
+#include "compare/pair_checks.h"
 #include "compare/tensor_comparison.h"
 #include "ttrace/diff_cache.h"
 #include "ttrace/verdict.h"
@@ -222,6 +223,11 @@ DiffResult diffBundleDirs(const std::filesystem::path& reference,
     auto ref = openBundle(reference, scaled(0.0, 0.1));
     auto cand = ref.cancelled ? BundleOpenResult{} : openBundle(candidate, scaled(0.1, 0.1));
     result.diagnostics = sideDiagnostics(ref, cand);
+    if (ref.bundle && cand.bundle) {
+        for (auto& d : checkBundlePair(*ref.bundle, *cand.bundle)) {
+            result.diagnostics.push_back(std::move(d));
+        }
+    }
     if (cb.onOpened && !ref.cancelled && !cand.cancelled) {
         cb.onOpened(ref.bundle ? &ref.bundle->manifest() : nullptr,
                     cand.bundle ? &cand.bundle->manifest() : nullptr, result.diagnostics);

@@ -52,6 +52,9 @@ void checkConsistency(const TensorId& id, const std::vector<ShardRef>& shards, D
 // what the manifest says.
 void checkUnlistedRankFiles(const std::filesystem::path& dir, const Manifest& manifest,
                             Diagnostics& out) {
+    if (manifest.ranks.size() != static_cast<std::size_t>(manifest.worldSize)) {
+        return; // entries were rejected: their files are reported as missing ranks already
+    }
     std::set<std::string> listed;
     for (const auto& e : manifest.ranks) {
         listed.insert(e.file);
