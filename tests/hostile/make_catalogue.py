@@ -512,7 +512,7 @@ def _(d: Path) -> None:
 @case(
     "partial-overlap",
     "rank 1 claims columns 2..4 of a 6-wide split",
-    Expect(2, "overlap", "ranks 0 and 1 overlap partly"),
+    Expect(2, "overlap", "ranks 0 and 1 overlap at 4 elements"),
 )
 def _(d: Path) -> None:
     h5edit(

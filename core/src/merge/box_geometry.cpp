@@ -32,6 +32,16 @@ std::int64_t volume(const Region& r) {
     return v;
 }
 
+// Elements two regions share (bounded by either's volume, so no overflow).
+std::int64_t overlapVolume(const Region& a, const Region& b) {
+    std::int64_t v = 1;
+    for (std::size_t d = 0; d < a.span.size(); ++d) {
+        v *= std::max<std::int64_t>(0, std::min(a.span[d].second, b.span[d].second) -
+                                           std::max(a.span[d].first, b.span[d].first));
+    }
+    return v;
+}
+
 bool intersects(const Region& a, const Region& b) {
     for (std::size_t d = 0; d < a.span.size(); ++d) {
         if (std::max(a.span[d].first, b.span[d].first) >=
@@ -161,6 +171,7 @@ std::optional<CoverageVerdict> classifyCoverage(const Shape& globalShape,
     }
     if (const auto pair = firstOverlap(regions)) {
         v.kind = BoxCoverage::PartialOverlap;
+        v.covered = overlapVolume(*pair->first, *pair->second);
         v.rankA = std::min(pair->first->rank, pair->second->rank);
         v.rankB = std::max(pair->first->rank, pair->second->rank);
         v.detail = "rank " + std::to_string(pair->first->rank) + " box " +

@@ -32,7 +32,7 @@ struct CoverageVerdict {
     BoxCoverage kind = BoxCoverage::ExactCover;
     int rankA = -1; // the ranks of the first offending box pair, or of the bad box (rankA)
     int rankB = -1;
-    std::int64_t covered = 0; // distinct elements covered
+    std::int64_t covered = 0; // distinct elements covered (PartialOverlap: elements shared)
     std::int64_t total = 0;   // elements of the logical tensor
     std::string detail;       // which boxes, for the message
 };

@@ -19,6 +19,10 @@ namespace ttrace {
 namespace {
 
 constexpr std::int64_t kOwnerNone = -1;
+// A tensor with a gap is still rebuilt (to name its first uncovered element) only while that
+// costs at most a few times the memory of the data that is really there.
+constexpr std::int64_t kExactHoleFactor = 4;
+constexpr std::int64_t kExactHoleSlack = 1 << 16;
 // Below this many elements a shard is decoded on the calling thread: TBB's task overhead
 // would dominate, and tensors are already merged in parallel one level up.
 constexpr std::size_t kParallelDecodeGrain = 1 << 16;
@@ -289,10 +293,17 @@ std::optional<Combine> groupMode(const std::vector<RawShard>& shards,
     case BoxCoverage::PartialOverlap:
         findings.push_back(makeError("overlap", where,
                                      "shards of ranks " + std::to_string(v.rankA) + " and " +
-                                         std::to_string(v.rankB) + " overlap partly (" + v.detail +
+                                         std::to_string(v.rankB) + " overlap at " +
+                                         std::to_string(v.covered) + " elements, partly (" +
+                                         v.detail +
                                          "): shards must be a disjoint split or identical copies"));
         return std::nullopt;
     case BoxCoverage::Gap:
+        if (v.total <= kExactHoleFactor * v.covered + kExactHoleSlack) {
+            // Small enough to rebuild at a few times the data's size: the element-wise merge
+            // names the first uncovered index.
+            return plain;
+        }
         findings.push_back(makeError("hole", where,
                                      "hole: " + std::to_string(v.total - v.covered) + " of " +
                                          std::to_string(v.total) +
