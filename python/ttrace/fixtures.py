@@ -454,9 +454,22 @@ def _break(case: str, bundle: Path) -> None:
         _refresh_checksum(bundle, 1)
 
 
+def write_valid_reference(valid: Path, target: Path) -> None:
+    """``valid`` relabelled as a reference (manifest and rank files), so that readers given a
+    (reference, candidate) pair of the small bundle get a real pair, not one bundle twice."""
+    shutil.rmtree(target, ignore_errors=True)
+    shutil.copytree(valid, target)
+    _edit_manifest(target, lambda d: d.update(role="reference"))
+    for rank in range(2):
+        with h5py.File(target / f"rank-{rank:05d}.h5", "r+") as f:
+            f.attrs["role"] = "reference"
+        _refresh_checksum(target, rank)
+
+
 def write_broken(outdir: Path) -> None:
     valid = outdir / "valid"
     write_small_valid(valid)
+    write_valid_reference(valid, outdir / "valid-reference")
     broken = outdir / "broken"
     shutil.rmtree(broken, ignore_errors=True)
     broken.mkdir(parents=True)

@@ -30,7 +30,7 @@ private slots:
     void broken() {
         QFETCH(QString, dir);
         QFETCH(QString, expected);
-        const QString valid = qEnvironmentVariable("TTRACE_FIXTURES_DIR") + "/valid";
+        const QString valid = qEnvironmentVariable("TTRACE_FIXTURES_DIR") + "/valid-reference";
         ttrace::ui::MainWindow window;
         window.show();
         QSignalSpy finished(&window, &ttrace::ui::MainWindow::loadingFinished);
@@ -58,7 +58,9 @@ private slots:
         }
         QVERIFY2(shown.contains(expected), qPrintable("expected '" + expected + "' in:\n" + shown));
         // The window is still usable: a good pair opens next.
-        window.openBundles(valid, valid);
+        // A real pair: the same bundle on both sides is itself refused ("same-bundle").
+        const QString demo = qEnvironmentVariable("TTRACE_DEMO_DIR");
+        window.openBundles(demo + "/reference", demo + "/candidate");
         QVERIFY(finished.wait(60000));
         QCOMPARE(finished.takeFirst().front().toBool(), true);
         QVERIFY(!banner->isVisible());

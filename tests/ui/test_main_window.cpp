@@ -39,7 +39,9 @@ private slots:
         window.openBundles(fixtures + "/valid", fixtures + "/broken/not-hdf5");
         QVERIFY(finished.wait(60000));
         QCOMPARE(finished.takeFirst().front().toBool(), false);
-        window.openBundles(fixtures + "/valid", fixtures + "/valid");
+        // A real pair: the same bundle on both sides is itself refused ("same-bundle").
+        const QString demo = qEnvironmentVariable("TTRACE_DEMO_DIR");
+        window.openBundles(demo + "/reference", demo + "/candidate");
         QVERIFY(finished.wait(60000));
         QCOMPARE(finished.takeFirst().front().toBool(), true);
         QVERIFY(!window.problemsBanner()->hasErrors());
@@ -52,7 +54,7 @@ private slots:
         window.show();
         QSignalSpy finished(&window, &ttrace::ui::MainWindow::loadingFinished);
         QMimeData mime;
-        mime.setUrls({QUrl::fromLocalFile(fixtures + "/valid"),
+        mime.setUrls({QUrl::fromLocalFile(fixtures + "/valid-reference"),
                       QUrl::fromLocalFile(fixtures + "/valid/manifest.json")});
         QDragEnterEvent enter(QPoint(10, 10), Qt::CopyAction, &mime, Qt::LeftButton,
                               Qt::NoModifier);

@@ -20,6 +20,22 @@ void printLine(FILE* stream, const QString& text) {
     std::fflush(stream);
 }
 
+// The errors behind an "invalid" verdict: bundle diagnostics, then tensors' findings.
+void printProblems(const DiffResult& result) {
+    for (const auto& d : result.diagnostics) {
+        if (d.severity == Severity::Error) {
+            printLine(stderr, QString::fromStdString(d.toString()));
+        }
+    }
+    for (const auto& t : result.tensors) {
+        for (const auto& f : t.findings) {
+            if (f.severity == Severity::Error) {
+                printLine(stderr, QString::fromStdString(f.toString()));
+            }
+        }
+    }
+}
+
 } // namespace
 
 HeadlessExport::HeadlessExport(MainWindow* window, QString screenshot, QString markdown,
@@ -46,6 +62,11 @@ void HeadlessExport::onLoadingFinished(bool ok) {
                 text = window_->headlineBar()->conclusion(); // a localize that failed
             }
             printLine(stderr, text.isEmpty() ? tr("loading did not finish") : text);
+        }
+        if (ok && result && exitCode_ == 2) {
+            // Invalid input that still let the comparison run: say why, on stderr, in the
+            // same words as `ttrace diff` (the engine's diagnostics and invalid tensors).
+            printProblems(*result);
         }
         if (!screenshot_.isEmpty()) {
             QString error;

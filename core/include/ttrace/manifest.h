@@ -13,6 +13,15 @@ namespace ttrace {
 
 inline constexpr int kFormatVersion = 1;
 
+// Bounds on what a manifest may claim. Anything beyond them is a corrupt or hostile file, and
+// trusting it costs memory (a diagnostic per missing rank) or hides bugs (a depth of 100000
+// makes the derived forward tolerance infinite).
+inline constexpr int kMaxWorldSize = 1 << 20;
+inline constexpr int kMaxModuleDepth = 256;
+inline constexpr int kMaxMicroBatches = 1 << 20;
+inline constexpr int kMaxParallelSize = kMaxWorldSize;
+inline constexpr std::int64_t kMaxManifestBytes = std::int64_t{64} << 20;
+
 struct RankCoords {
     int tp = 0, pp = 0, dp = 0, cp = 0, ep = 0, vpp = 0;
     [[nodiscard]] std::string toString() const;

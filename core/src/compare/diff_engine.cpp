@@ -1,5 +1,6 @@
 #include "ttrace/diff_engine.h"
 
+#include "compare/pair_checks.h"
 #include "compare/tensor_comparison.h"
 #include "ttrace/capture_status.h"
 #include "ttrace/diff_cache.h"
@@ -282,6 +283,11 @@ DiffResult diffBundleDirs(const std::filesystem::path& reference,
     auto cand =
         ref.cancelled ? BundleOpenResult{} : openSide(candidate, scaled(0.1, 0.1), inner, leftOut);
     result.diagnostics = sideDiagnostics(ref, cand);
+    if (ref.bundle && cand.bundle) {
+        for (auto& d : checkBundlePair(*ref.bundle, *cand.bundle)) {
+            result.diagnostics.push_back(std::move(d));
+        }
+    }
     if (inner.onlyIterations && ref.bundle && cand.bundle) {
         result.diagnostics.push_back(partialNote(*ref.bundle, *cand.bundle, inner, leftOut));
     }

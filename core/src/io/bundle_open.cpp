@@ -1,6 +1,7 @@
 // openBundle: manifest, then every rank file, then cross-rank consistency of each tensor.
 #include "io/bundle_index.h"
 #include "io/shard_index.h"
+#include "io/utf8.h"
 #include "ttrace/bundle.h"
 #include "ttrace/capture_status.h"
 
@@ -48,6 +49,62 @@ void checkConsistency(const TensorId& id, const std::vector<ShardRef>& shards, D
     }
 }
 
+// rank-NNNNN.h5 files in the directory that the manifest does not list: a rank file of another
+// capture (a larger world size) or a manifest that lost entries; either way the bundle is not
+// what the manifest says.
+void checkUnlistedRankFiles(const std::filesystem::path& dir, const Manifest& manifest,
+                            Diagnostics& out) {
+    if (manifest.ranks.size() != static_cast<std::size_t>(manifest.worldSize)) {
+        return; // entries were rejected: their files are reported as missing ranks already
+    }
+    std::set<std::string> listed;
+    for (const auto& e : manifest.ranks) {
+        listed.insert(e.file);
+    }
+    std::error_code ec;
+    std::set<std::string> unlisted;
+    for (const auto& item : std::filesystem::directory_iterator(dir, ec)) {
+        const auto name = item.path().filename().string();
+        if (name.starts_with("rank-") && name.ends_with(".h5") && !listed.contains(name)) {
+            unlisted.insert(name);
+        }
+    }
+    for (const auto& name : unlisted) {
+        out.push_back(makeError("unlisted-rank-file", (dir / name).string(),
+                                escapeInvalidUtf8(name) +
+                                    " is in the bundle but manifest.json does not list it (left "
+                                    "over from another capture, or the manifest lost a rank?)"));
+    }
+}
+
+// Tensors whose module the manifest does not list: a warning each, or one error when the
+// manifest lists no modules at all (no depths, so no derived tolerances).
+void checkModules(const std::filesystem::path& dir, const Manifest& manifest,
+                  const Bundle::TensorIndex& index, Diagnostics& out) {
+    std::set<std::string> unknownModules;
+    for (const auto& [id, shards] : index) {
+        if (!manifest.findModule(id.module)) {
+            unknownModules.insert(id.module);
+        }
+    }
+    const auto where = (dir / "manifest.json").string();
+    if (manifest.modules.empty() && !index.empty()) {
+        out.push_back(makeError("missing-modules", where,
+                                "manifest.json lists no modules, but the rank files hold "
+                                "tensors of " +
+                                    std::to_string(unknownModules.size()) +
+                                    " modules (their depths, which set the tolerances, are "
+                                    "unknown)"));
+        return;
+    }
+    for (const auto& m : unknownModules) {
+        out.push_back(makeWarning("unknown-module", where,
+                                  "module '" + m +
+                                      "' has tensors but is not in the manifest's module list "
+                                      "(its depth is unknown)"));
+    }
+}
+
 } // namespace
 
 void indexBundle(const std::filesystem::path& dir, Manifest manifest, const ProgressFn& progress,
@@ -72,18 +129,8 @@ void indexBundle(const std::filesystem::path& dir, Manifest manifest, const Prog
     for (const auto& [id, shards] : index) {
         checkConsistency(id, shards, result.diagnostics);
     }
-    std::set<std::string> unknownModules;
-    for (const auto& [id, shards] : index) {
-        if (!manifest.modules.empty() && !manifest.findModule(id.module)) {
-            unknownModules.insert(id.module);
-        }
-    }
-    for (const auto& m : unknownModules) {
-        result.diagnostics.push_back(makeWarning("unknown-module", (dir / "manifest.json").string(),
-                                                 "module '" + m +
-                                                     "' has tensors but is not in the manifest's "
-                                                     "module list (its depth is unknown)"));
-    }
+    checkModules(dir, manifest, index, result.diagnostics);
+    checkUnlistedRankFiles(dir, manifest, result.diagnostics);
     if (progress) {
         progress(1.0, "indexed");
     }

@@ -1,5 +1,8 @@
 #include "io/h5_handle.h"
 
+#include "io/utf8.h"
+
+#include <cstring>
 #include <fstream>
 
 namespace ttrace::h5 {
@@ -73,28 +76,43 @@ Attribute openAttr(hid_t object, const char* name, H5T_class_t cls, Datatype& ty
 
 } // namespace
 
-std::optional<std::string> readStringAttr(hid_t object, const char* name) {
-    Datatype type;
-    const Attribute attr = openAttr(object, name, H5T_STRING, type);
-    if (!attr) {
+namespace {
+
+// Attributes hold one value (a scalar or a one-element array); anything else is not ours. A
+// string attribute stored as an array was once copied whole into a one-value buffer.
+bool holdsOneValue(hid_t attr) {
+    Dataspace space(H5Aget_space(attr));
+    return space && H5Sget_simple_extent_npoints(space.get()) == 1;
+}
+
+// Longest string attribute we read: names and notes, never data.
+constexpr std::size_t kMaxStringAttr = std::size_t{1} << 20;
+
+std::optional<std::string> readVariableString(hid_t attr, hid_t type) {
+    Datatype mem(H5Tcopy(H5T_C_S1));
+    H5Tset_size(mem.get(), H5T_VARIABLE);
+    H5Tset_cset(mem.get(), H5Tget_cset(type));
+    char* raw = nullptr;
+    if (H5Aread(attr, mem.get(), &raw) < 0 || raw == nullptr) {
         return std::nullopt;
     }
-    if (H5Tis_variable_str(type.get()) > 0) {
-        Datatype mem(H5Tcopy(H5T_C_S1));
-        H5Tset_size(mem.get(), H5T_VARIABLE);
-        H5Tset_cset(mem.get(), H5Tget_cset(type.get()));
-        char* raw = nullptr;
-        if (H5Aread(attr.get(), mem.get(), &raw) < 0 || raw == nullptr) {
-            return std::nullopt;
-        }
-        std::string value(raw);
-        Dataspace space(H5Aget_space(attr.get()));
-        H5Dvlen_reclaim(mem.get(), space.get(), H5P_DEFAULT, &raw);
-        return value;
+    std::string value(raw, strnlen(raw, kMaxStringAttr));
+    Dataspace space(H5Aget_space(attr));
+    H5Dvlen_reclaim(mem.get(), space.get(), H5P_DEFAULT, &raw);
+    return value;
+}
+
+std::optional<std::string> readFixedString(hid_t attr, hid_t type) {
+    const std::size_t size = H5Tget_size(type);
+    if (size == 0 || size > kMaxStringAttr) {
+        return std::nullopt;
     }
-    const std::size_t size = H5Tget_size(type.get());
+    // Read through a memory type of the same size and padding: one element, `size` bytes.
+    Datatype mem(H5Tcopy(H5T_C_S1));
+    H5Tset_size(mem.get(), size);
+    H5Tset_strpad(mem.get(), H5T_STR_NULLPAD);
     std::string value(size, '\0');
-    if (H5Aread(attr.get(), type.get(), value.data()) < 0) {
+    if (H5Aread(attr, mem.get(), value.data()) < 0) {
         return std::nullopt;
     }
     // Fixed-length strings are padded with NULs or spaces.
@@ -103,6 +121,26 @@ std::optional<std::string> readStringAttr(hid_t object, const char* name) {
         value.resize(end);
     }
     return value;
+}
+
+} // namespace
+
+bool hasAttr(hid_t object, const char* name) {
+    return H5Aexists(object, name) > 0;
+}
+
+std::optional<std::string> readStringAttr(hid_t object, const char* name) {
+    Datatype type;
+    const Attribute attr = openAttr(object, name, H5T_STRING, type);
+    if (!attr || !holdsOneValue(attr.get())) {
+        return std::nullopt;
+    }
+    auto value = H5Tis_variable_str(type.get()) > 0 ? readVariableString(attr.get(), type.get())
+                                                     : readFixedString(attr.get(), type.get());
+    if (!value) {
+        return std::nullopt;
+    }
+    return escapeInvalidUtf8(*value);
 }
 
 std::optional<IntArray> readIntArrayAttr(hid_t object, const char* name) {
@@ -122,9 +160,12 @@ std::optional<IntArray> readIntArrayAttr(hid_t object, const char* name) {
     for (int i = 0; i < rank; ++i) {
         out.dims.push_back(static_cast<std::int64_t>(dims[i]));
     }
-    const auto n = static_cast<std::size_t>(H5Sget_simple_extent_npoints(space.get()));
-    out.values.resize(n);
-    if (n > 0 && H5Aread(attr.get(), H5T_NATIVE_INT64, out.values.data()) < 0) {
+    const auto points = H5Sget_simple_extent_npoints(space.get());
+    if (points < 0 || points > kMaxIntArrayAttr) {
+        return std::nullopt;
+    }
+    out.values.resize(static_cast<std::size_t>(points));
+    if (points > 0 && H5Aread(attr.get(), H5T_NATIVE_INT64, out.values.data()) < 0) {
         return std::nullopt;
     }
     return out;

@@ -64,6 +64,10 @@ std::mutex& apiMutex();
 enum class SignatureCheck { IsHdf5, NotHdf5, Unreadable };
 SignatureCheck checkSignature(const std::string& path);
 
+// Whether the attribute exists at all (to tell "missing" from "of the wrong kind").
+bool hasAttr(hid_t object, const char* name);
+// A string attribute holding one string, however HDF5 stores it (fixed or variable length);
+// invalid UTF-8 comes back escaped (\xNN). Nothing for an array of strings or another type.
 std::optional<std::string> readStringAttr(hid_t object, const char* name);
 std::optional<std::int64_t> readIntAttr(hid_t object, const char* name);
 // Integer array attribute with its dimensions (1-D or 2-D).
@@ -71,6 +75,8 @@ struct IntArray {
     std::vector<std::int64_t> values;
     std::vector<std::int64_t> dims;
 };
+// At most this many values (boxes and flat ranges of one shard).
+inline constexpr std::int64_t kMaxIntArrayAttr = std::int64_t{1} << 24;
 std::optional<IntArray> readIntArrayAttr(hid_t object, const char* name);
 
 } // namespace ttrace::h5

@@ -1,79 +1,16 @@
 #include "ttrace/manifest.h"
 
+#include "io/manifest_checks.h"
+#include "io/manifest_fields.h"
+#include "io/regular_file.h"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <fstream>
 #include <set>
 #include <sstream>
-#include <stdexcept>
 
 namespace ttrace {
-namespace {
-
-using nlohmann::json;
-
-// Collects the first problem with a clear location instead of letting json throw deep inside.
-class FieldReader {
-public:
-    FieldReader(const json& object, std::string where, Diagnostics& out)
-        : object_(object)
-        , where_(std::move(where))
-        , out_(out) {}
-
-    template <typename T> std::optional<T> required(const char* key) {
-        if (!object_.is_object() || !object_.contains(key)) {
-            fail("missing field '" + std::string(key) + "'");
-            return std::nullopt;
-        }
-        return convert<T>(key);
-    }
-
-    template <typename T> T optional(const char* key, T fallback) {
-        if (!object_.is_object() || !object_.contains(key) || object_.at(key).is_null()) {
-            return fallback;
-        }
-        return convert<T>(key).value_or(fallback);
-    }
-
-    [[nodiscard]] bool failed() const { return failed_; }
-
-private:
-    template <typename T> std::optional<T> convert(const char* key) {
-        try {
-            return object_.at(key).get<T>();
-        } catch (const json::exception&) {
-            fail("field '" + std::string(key) + "' has the wrong type (" +
-                 std::string(object_.at(key).type_name()) + ")");
-            return std::nullopt;
-        }
-    }
-    void fail(const std::string& message) {
-        failed_ = true;
-        out_.push_back(makeError("manifest-field", where_, message));
-    }
-
-    const json& object_;
-    std::string where_;
-    Diagnostics& out_;
-    bool failed_ = false;
-};
-
-RankCoords parseCoords(const json& j) {
-    RankCoords c;
-    if (!j.is_object()) {
-        return c;
-    }
-    c.tp = j.value("tp", 0);
-    c.pp = j.value("pp", 0);
-    c.dp = j.value("dp", 0);
-    c.cp = j.value("cp", 0);
-    c.ep = j.value("ep", 0);
-    c.vpp = j.value("vpp", 0);
-    return c;
-}
-
-} // namespace
 
 std::string RankCoords::toString() const {
     std::ostringstream out;
@@ -92,29 +29,86 @@ const ModuleInfo* Manifest::findModule(const std::string& name) const {
 
 namespace {
 
-// The document itself: a directory with a manifest.json that parses as JSON.
+using nlohmann::json;
+
+// The document itself: a directory with a regular manifest.json that parses as a JSON object.
 std::optional<json> parseManifestFile(const std::filesystem::path& bundleDir, Diagnostics& out) {
     const auto path = bundleDir / "manifest.json";
-    std::error_code ec;
-    if (!std::filesystem::is_directory(bundleDir, ec)) {
+    if (fileKind(bundleDir) != FileKind::Directory) {
         out.push_back(makeError("not-a-bundle", bundleDir.string(),
                                 "is not a directory (a bundle is a directory holding "
                                 "manifest.json and rank-NNNNN.h5 files)"));
         return std::nullopt;
     }
-    std::ifstream in(path);
-    if (!in) {
+    if (const auto kind = fileKind(path); kind == FileKind::Missing) {
         out.push_back(makeError("missing-manifest", path.string(),
                                 "manifest.json is missing or unreadable; is this a trace bundle?"));
         return std::nullopt;
     }
+    const auto file = readSmallFile(path, kMaxManifestBytes);
+    if (!file.error.empty()) {
+        const bool regular = fileKind(path) == FileKind::Regular;
+        out.push_back(makeError(regular ? "missing-manifest" : "not-regular-file", path.string(),
+                                "manifest.json " + file.error));
+        return std::nullopt;
+    }
     try {
-        return json::parse(in);
-    } catch (const json::parse_error& e) {
+        auto root = json::parse(file.text);
+        if (!root.is_object()) {
+            out.push_back(makeError("bad-manifest", path.string(),
+                                    "manifest.json is " + describeJson(root) +
+                                        ", not a JSON object"));
+            return std::nullopt;
+        }
+        return root;
+    } catch (const json::exception& e) {
         out.push_back(makeError("bad-manifest", path.string(),
                                 "manifest.json is not valid JSON (" + std::string(e.what()) + ")"));
         return std::nullopt;
     }
+}
+
+// A JSON object of integer sizes (parallel) or an array of integers (iterations).
+std::map<std::string, int> readParallel(const json& root, FieldReader& top) {
+    std::map<std::string, int> sizes;
+    if (!root.contains("parallel") || root["parallel"].is_null()) {
+        return sizes;
+    }
+    if (!root["parallel"].is_object()) {
+        top.fail("field 'parallel' must be an object of sizes, not " +
+                 describeJson(root["parallel"]));
+        return sizes;
+    }
+    for (const auto& [name, value] : root["parallel"].items()) {
+        const auto v = jsonInteger(value);
+        if (!v || *v < 1 || *v > kMaxParallelSize) {
+            top.fail("parallel size '" + name + "' must be an integer in [1, " +
+                     std::to_string(kMaxParallelSize) + "], not " + describeJson(value));
+            continue;
+        }
+        sizes[name] = static_cast<int>(*v);
+    }
+    return sizes;
+}
+
+std::vector<std::int64_t> readIterations(const json& root, FieldReader& top) {
+    std::vector<std::int64_t> out;
+    if (!root.contains("iterations") || root["iterations"].is_null()) {
+        return out;
+    }
+    if (!root["iterations"].is_array()) {
+        top.fail("field 'iterations' must be a list of integers");
+        return out;
+    }
+    for (const auto& it : root["iterations"]) {
+        const auto v = jsonInteger(it);
+        if (!v || *v < 0) {
+            top.fail("field 'iterations' holds " + describeJson(it) + ", not an integer >= 0");
+            return {};
+        }
+        out.push_back(*v);
+    }
+    return out;
 }
 
 // Format, version and the scalar fields; nothing when the document cannot be a manifest.
@@ -143,11 +137,11 @@ std::optional<Manifest> readTopFields(const json& root, const std::string& where
     m.role = top.required<std::string>("role").value_or("");
     m.worldSize = top.required<int>("world_size").value_or(0);
     m.variants = top.optional<std::vector<std::string>>("variants", {"nominal"});
-    m.parallel = top.optional<std::map<std::string, int>>("parallel", {});
+    m.parallel = readParallel(root, top);
     m.precision = top.optional<std::string>("precision", "fp32");
     m.model = top.optional<std::string>("model", "");
-    m.iterations = top.optional<std::vector<std::int64_t>>("iterations", {});
-    m.microBatches = top.optional<int>("micro_batches", 1);
+    m.iterations = readIterations(root, top);
+    m.microBatches = static_cast<int>(top.bounded("micro_batches", 1, 1, kMaxMicroBatches));
     m.producer = top.optional<std::string>("producer", "");
     m.created = top.optional<std::string>("created", "");
     if (top.failed()) {
@@ -156,13 +150,23 @@ std::optional<Manifest> readTopFields(const json& root, const std::string& where
     return m;
 }
 
+// The module table; a table of the wrong type or an entry without a name is an error.
 void readModules(const json& root, const std::string& where, Manifest& m, Diagnostics& out) {
-    if (!root.contains("modules") || !root["modules"].is_array()) {
+    if (!root.contains("modules")) {
+        return;
+    }
+    if (!root["modules"].is_array()) {
+        out.push_back(makeError("manifest-field", where,
+                                "field 'modules' must be a list of modules, not " +
+                                    describeJson(root["modules"])));
         return;
     }
     int order = 0;
     for (const auto& jm : root["modules"]) {
         FieldReader fr(jm, where + " modules[" + std::to_string(order) + "]", out);
+        if (!jm.is_object()) {
+            fr.fail("a module entry must be an object, not " + describeJson(jm));
+        }
         ModuleInfo mi;
         mi.name = fr.required<std::string>("name").value_or("");
         mi.order = fr.optional<int>("order", order);
@@ -185,26 +189,53 @@ std::optional<std::uint32_t> parseCrc(const std::string& crc) {
     return std::nullopt;
 }
 
+// The coordinates of one rank: an object of non-negative integers.
+RankCoords readCoords(const json& jr, FieldReader& fr) {
+    RankCoords c;
+    if (!jr.is_object() || !jr.contains("coords") || jr["coords"].is_null()) {
+        return c;
+    }
+    const json& j = jr["coords"];
+    if (!j.is_object()) {
+        fr.fail("field 'coords' must be an object of integers, not " + describeJson(j));
+        return c;
+    }
+    const std::pair<const char*, int*> fields[] = {{"tp", &c.tp}, {"pp", &c.pp}, {"dp", &c.dp},
+                                                   {"cp", &c.cp}, {"ep", &c.ep}, {"vpp", &c.vpp}};
+    for (const auto& [name, slot] : fields) {
+        if (!j.contains(name)) {
+            continue;
+        }
+        const auto v = jsonInteger(j[name]);
+        if (!v || *v < 0 || *v >= kMaxParallelSize) {
+            fr.fail("field 'coords." + std::string(name) + "' must be an integer in [0, " +
+                    std::to_string(kMaxParallelSize) + "), not " + describeJson(j[name]));
+            continue;
+        }
+        *slot = static_cast<int>(*v);
+    }
+    return c;
+}
+
 // One `ranks[index]` entry; nothing when a required field is missing or wrong.
 std::optional<RankEntry> readRankEntry(const json& jr, const std::string& loc, Diagnostics& out) {
     FieldReader fr(jr, loc, out);
     RankEntry e;
     e.rank = fr.required<int>("rank").value_or(-1);
     e.file = fr.required<std::string>("file").value_or("");
-    e.tensors = fr.optional<std::int64_t>("tensors", -1);
-    e.bytes = fr.optional<std::int64_t>("bytes", -1);
-    e.fileSize = fr.optional<std::int64_t>("file_size", -1);
+    // Recorded sizes are checked against the files; a negative one can only be corruption.
+    constexpr auto kMax = std::numeric_limits<std::int64_t>::max();
+    e.tensors = fr.bounded("tensors", -1, 0, kMax);
+    e.bytes = fr.bounded("bytes", -1, 0, kMax);
+    e.fileSize = fr.bounded("file_size", -1, 0, kMax);
     if (const auto crc = fr.optional<std::string>("crc32", ""); !crc.empty()) {
         e.crc32 = parseCrc(crc);
         if (!e.crc32) {
-            out.push_back(makeError("manifest-field", loc,
-                                    "rank " + std::to_string(e.rank) + " crc32 '" + crc +
-                                        "' is not 8 hex digits"));
+            fr.fail("rank " + std::to_string(e.rank) + " crc32 '" + crc +
+                    "' is not 8 hex digits");
         }
     }
-    if (jr.is_object() && jr.contains("coords")) {
-        e.coords = parseCoords(jr["coords"]);
-    }
+    e.coords = readCoords(jr, fr);
     return fr.failed() ? std::nullopt : std::optional<RankEntry>(std::move(e));
 }
 
@@ -217,11 +248,39 @@ std::string rankEntryProblem(const RankEntry& e, const Manifest& m, const std::s
     if (seen.contains(e.rank)) {
         return "rank " + std::to_string(e.rank) + " is listed twice";
     }
-    if (e.file.find('/') != std::string::npos || e.file.find("..") != std::string::npos) {
+    if (e.file.empty() || e.file.find('/') != std::string::npos ||
+        e.file.find("..") != std::string::npos) {
         return "rank " + std::to_string(e.rank) + " file '" + e.file +
                "' must be a plain file name inside the bundle";
     }
     return {};
+}
+
+// One diagnostic for all unlisted ranks: a world_size of 2e9 must not build 2e9 messages.
+void reportMissingRanks(const std::set<int>& seen, const Manifest& m, const std::string& where,
+                        Diagnostics& out) {
+    std::vector<int> missing;
+    std::size_t count = 0;
+    for (int r = 0; r < m.worldSize; ++r) {
+        if (!seen.contains(r)) {
+            ++count;
+            if (missing.size() < 5) {
+                missing.push_back(r);
+            }
+        }
+    }
+    if (count == 0) {
+        return;
+    }
+    std::string list;
+    for (const int r : missing) {
+        list += (list.empty() ? "" : ", ") + std::to_string(r);
+    }
+    const std::string more = count > missing.size() ? " and " + std::to_string(count - missing.size()) + " more" : "";
+    out.push_back(makeError("missing-rank", where,
+                            (count == 1 ? "rank " : "ranks ") + list + more + " of world_size " +
+                                std::to_string(m.worldSize) + (count == 1 ? " is" : " are") +
+                                " not listed in ranks"));
 }
 
 bool readRanks(const json& root, const std::string& where, Manifest& m, Diagnostics& out) {
@@ -244,13 +303,7 @@ bool readRanks(const json& root, const std::string& where, Manifest& m, Diagnost
         seen.insert(e->rank);
         m.ranks.push_back(std::move(*e));
     }
-    for (int r = 0; r < m.worldSize; ++r) {
-        if (!seen.contains(r)) {
-            out.push_back(makeError("missing-rank", where,
-                                    "rank " + std::to_string(r) + " of world_size " +
-                                        std::to_string(m.worldSize) + " is not listed in ranks"));
-        }
-    }
+    reportMissingRanks(seen, m, where, out);
     return true;
 }
 
@@ -273,6 +326,11 @@ std::optional<Manifest> readManifest(const std::filesystem::path& bundleDir, Dia
     if (m->variants.empty() || m->variants.front() != "nominal") {
         out.push_back(makeError("manifest-field", where, "variants must start with 'nominal'"));
     }
+    // Checked before the rank list: an implausible world_size is reported once, not as
+    // billions of missing ranks.
+    if (!checkWorldSize(*m, where, out)) {
+        return std::nullopt;
+    }
     readModules(*root, where, *m, out);
     if (!readRanks(*root, where, *m, out)) {
         return std::nullopt;
@@ -281,6 +339,7 @@ std::optional<Manifest> readManifest(const std::filesystem::path& bundleDir, Dia
               [](const RankEntry& a, const RankEntry& b) { return a.rank < b.rank; });
     std::sort(m->modules.begin(), m->modules.end(),
               [](const ModuleInfo& a, const ModuleInfo& b) { return a.order < b.order; });
+    checkManifestPlausible(*m, where, out);
     return m;
 }
 

@@ -1,5 +1,7 @@
 #include "ttrace/merge.h"
 
+#include "box_geometry.h"
+
 #include "ttrace/bundle_error.h"
 
 #include <tbb/blocked_range.h>
@@ -17,6 +19,10 @@ namespace ttrace {
 namespace {
 
 constexpr std::int64_t kOwnerNone = -1;
+// A tensor with a gap is still rebuilt (to name its first uncovered element) only while that
+// costs at most a few times the memory of the data that is really there.
+constexpr std::int64_t kExactHoleFactor = 4;
+constexpr std::int64_t kExactHoleSlack = 1 << 16;
 // Below this many elements a shard is decoded on the calling thread: TBB's task overhead
 // would dominate, and tensors are already merged in parallel one level up.
 constexpr std::size_t kParallelDecodeGrain = 1 << 16;
@@ -257,6 +263,60 @@ void accumulate(const GroupResult& g, FullTensor& full, std::vector<std::uint8_t
                       });
 }
 
+std::string rankList(const std::vector<RawShard>& shards, const std::vector<std::size_t>& members) {
+    std::string ranks;
+    for (const auto i : members) {
+        ranks += (ranks.empty() ? "" : ", ") + std::to_string(shards[i].rank);
+    }
+    return ranks;
+}
+
+// How one group (a copy/replica tensor, or one partial of a sum) is combined, by the one
+// geometry rule of box_geometry.h; nothing (with an error) when its boxes overlap partly,
+// leave a gap or reach outside.
+std::optional<Combine> groupMode(const std::vector<RawShard>& shards,
+                                 const std::vector<std::size_t>& members, Combine combine,
+                                 const std::string& where, Diagnostics& findings) {
+    const Combine plain = combine == Combine::Sum ? Combine::Replica : combine;
+    std::vector<ShardGeometry> geometry;
+    for (const auto i : members) {
+        geometry.push_back({shards[i].rank, &shards[i].placement});
+    }
+    const auto verdict = classifyCoverage(shards[members.front()].placement.globalShape, geometry);
+    if (!verdict) {
+        return plain; // mixed box and flat placements: the element-wise merge decides
+    }
+    const auto& v = *verdict;
+    switch (v.kind) {
+    case BoxCoverage::ExactCover: return plain;
+    case BoxCoverage::Replicas: return Combine::Replica; // identical copies: compare them
+    case BoxCoverage::PartialOverlap:
+        findings.push_back(makeError("overlap", where,
+                                     "shards of ranks " + std::to_string(v.rankA) + " and " +
+                                         std::to_string(v.rankB) + " overlap at " +
+                                         std::to_string(v.covered) + " elements, partly (" +
+                                         v.detail +
+                                         "): shards must be a disjoint split or identical copies"));
+        return std::nullopt;
+    case BoxCoverage::Gap:
+        if (v.total <= kExactHoleFactor * v.covered + kExactHoleSlack) {
+            // Small enough to rebuild at a few times the data's size: the element-wise merge
+            // names the first uncovered index.
+            return plain;
+        }
+        findings.push_back(makeError("hole", where,
+                                     "hole: " + std::to_string(v.total - v.covered) + " of " +
+                                         std::to_string(v.total) +
+                                         " elements are covered by no shard (ranks present: " +
+                                         rankList(shards, members) + ")"));
+        return std::nullopt;
+    case BoxCoverage::OutOfBounds:
+        findings.push_back(makeError("placement-outside", where, v.detail));
+        return std::nullopt;
+    }
+    return std::nullopt;
+}
+
 } // namespace
 
 MergeResult mergeShards(const TensorId& id, std::vector<RawShard> shards) {
@@ -275,15 +335,23 @@ MergeResult mergeShards(const TensorId& id, std::vector<RawShard> shards) {
     const Shape globalShape = shards.front().placement.globalShape;
     const Combine combine = shards.front().placement.combine;
     const DType dtype = shards.front().dtype;
-    std::vector<std::vector<double>> decoded(shards.size());
-    tbb::parallel_for(std::size_t{0}, shards.size(),
-                      [&](std::size_t i) { decoded[i] = decodeParallel(dtype, shards[i].raw); });
-
     // Group by partial: copy/replica are one group; sum groups by partial_index.
     std::map<std::int64_t, std::vector<std::size_t>> groups;
     for (std::size_t i = 0; i < shards.size(); ++i) {
         groups[combine == Combine::Sum ? shards[i].placement.partialIndex : 0].push_back(i);
     }
+    // Decided before anything of the logical tensor's size is allocated.
+    std::map<std::int64_t, Combine> modes;
+    for (const auto& [partial, members] : groups) {
+        const auto mode = groupMode(shards, members, combine, where, result.findings);
+        if (!mode) {
+            return result;
+        }
+        modes[partial] = *mode;
+    }
+    std::vector<std::vector<double>> decoded(shards.size());
+    tbb::parallel_for(std::size_t{0}, shards.size(),
+                      [&](std::size_t i) { decoded[i] = decodeParallel(dtype, shards[i].raw); });
     const auto n = static_cast<std::size_t>(elementCount(globalShape));
     FullTensor full;
     full.id = id;
@@ -293,7 +361,6 @@ MergeResult mergeShards(const TensorId& id, std::vector<RawShard> shards) {
     // uint8_t, not vector<bool>: parallel writes to neighbouring elements must not race.
     std::vector<std::uint8_t> covered(n, 0);
     const bool keepRaw = combine != Combine::Sum;
-    const Combine groupMode = combine == Combine::Sum ? Combine::Replica : combine;
     for (const auto& [partial, members] : groups) {
         std::vector<const RawShard*> group;
         std::vector<const std::vector<double>*> values;
@@ -302,7 +369,7 @@ MergeResult mergeShards(const TensorId& id, std::vector<RawShard> shards) {
             values.push_back(&decoded[i]);
         }
         auto g =
-            combineGroup(group, values, globalShape, groupMode, where, keepRaw, result.findings);
+            combineGroup(group, values, globalShape, modes[partial], where, keepRaw, result.findings);
         accumulate(g, full, covered);
         if (keepRaw) {
             full.rawBits = std::move(g.raw);

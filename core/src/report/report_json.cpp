@@ -343,7 +343,9 @@ std::string diffResultToJson(const DiffResult& r, bool pretty) {
         tensors.push_back(tensorJson(t));
     }
     doc["tensors"] = std::move(tensors);
-    return doc.dump(pretty ? 1 : -1) + (pretty ? "\n" : "");
+    // Names come from files: bytes that are not UTF-8 must not abort the writer.
+    return doc.dump(pretty ? 1 : -1, ' ', false, nlohmann::json::error_handler_t::replace) +
+           (pretty ? "\n" : "");
 }
 
 std::optional<DiffResult> diffResultFromJson(std::string_view text, std::string& error) {

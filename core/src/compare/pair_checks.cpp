@@ -1,0 +1,86 @@
+#include "compare/pair_checks.h"
+
+#include <tuple>
+#include <vector>
+
+namespace ttrace {
+namespace {
+
+// A byte-identical copy: every rank file's size and CRC-32 equal.
+bool sameContent(const Bundle& a, const Bundle& b) {
+    const auto& ra = a.manifest().ranks;
+    const auto& rb = b.manifest().ranks;
+    if (ra.empty() || ra.size() != rb.size()) {
+        return false;
+    }
+    for (std::size_t i = 0; i < ra.size(); ++i) {
+        if (!ra[i].crc32 || ra[i].fileSize < 0 ||
+            std::tie(ra[i].file, ra[i].fileSize, ra[i].crc32) !=
+                std::tie(rb[i].file, rb[i].fileSize, rb[i].crc32)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+// A parameter both bundles hold with different shapes, or no tensor in common at all.
+std::optional<Diagnostic> modelMismatch(const Bundle& ref, const Bundle& cand) {
+    std::size_t common = 0;
+    for (const auto& [id, shards] : cand.tensors()) {
+        const auto* refShards = ref.shards(id);
+        if (!refShards) {
+            continue;
+        }
+        ++common;
+        const auto& refShape = refShards->front().placement.globalShape;
+        const auto& candShape = shards.front().placement.globalShape;
+        if (id.kind == TensorKind::Parameter && refShape != candShape) {
+            return makeError("different-model", "tensor " + id.path(),
+                             "the reference's parameter has shape " + shapeToString(refShape) +
+                                 ", the candidate's " + shapeToString(candShape) +
+                                 ": the reference is of another model");
+        }
+    }
+    if (common == 0 && !ref.tensors().empty() && !cand.tensors().empty()) {
+        return makeError("different-model", cand.dir().string(),
+                         "the reference and the candidate have no tensor in common: the "
+                         "reference is of another model (or another run's iterations)");
+    }
+    return std::nullopt;
+}
+
+} // namespace
+
+Diagnostics checkBundlePair(const Bundle& reference, const Bundle& candidate) {
+    Diagnostics out;
+    const auto& refRole = reference.manifest().role;
+    const auto& candRole = candidate.manifest().role;
+    std::error_code ec;
+    if (std::filesystem::equivalent(reference.dir(), candidate.dir(), ec)) {
+        out.push_back(makeError("same-bundle", candidate.dir().string(),
+                                "the same bundle is given as both reference and candidate"));
+        return out;
+    }
+    if (refRole == "candidate" && candRole == "reference") {
+        out.push_back(makeError("swapped-roles", reference.dir().string(),
+                                "the bundles are given in the wrong order: this is the "
+                                "candidate and " + candidate.dir().string() +
+                                    " the reference; give the reference first"));
+    } else if (refRole == "candidate") {
+        out.push_back(makeError("role-mismatch", reference.dir().string(),
+                                "is a candidate bundle (its manifest says role 'candidate'), "
+                                "not a reference: compare against a reference capture"));
+    }
+    if (sameContent(reference, candidate)) {
+        out.push_back(makeError("same-bundle", candidate.dir().string(),
+                                "holds the same rank files (sizes and CRC-32) as " +
+                                    reference.dir().string() + ": the same bundle given twice"));
+        return out;
+    }
+    if (auto mismatch = modelMismatch(reference, candidate)) {
+        out.push_back(std::move(*mismatch));
+    }
+    return out;
+}
+
+} // namespace ttrace

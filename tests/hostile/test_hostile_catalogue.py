@@ -1,0 +1,45 @@
+"""Every hostile case of make_catalogue.py through `ttrace validate`, `ttrace diff` and the
+explorer's headless `--screenshot`: each must answer with the expected exit status, the typed
+diagnostic code (in `ttrace diff --json`) and a message naming the file, rank or tensor; none
+may crash or hang."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import make_catalogue  # noqa: E402
+import run_catalogue  # noqa: E402
+
+BIN_DIR = Path(os.environ.get("TTRACE_BIN_DIR", HERE.parents[1] / "build" / "bin"))
+CASES = [c.name for c, _ in make_catalogue.CASES]
+
+
+@pytest.fixture(scope="module")
+def answers(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, run_catalogue.Answer]]:
+    if not (BIN_DIR / "ttrace-explorer").exists():
+        pytest.skip(f"no ttrace-explorer in {BIN_DIR} (built without the UI)")
+    root = tmp_path_factory.mktemp("hostile")
+    make_catalogue.build(root)
+    return run_catalogue.run_all(root, BIN_DIR, workers=4)
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_case_answers_alike(name: str, answers: dict[str, dict[str, run_catalogue.Answer]]) -> None:
+    case = next(c for c, _ in make_catalogue.CASES if c.name == name)
+    spec = {"name": name, "expect": {**case.expect.__dict__}}
+    wrong = run_catalogue.problems(spec, answers[name])
+    detail = "\n".join(
+        f"--- {tool} (exit {a.exit}):\n{a.stderr[-800:]}{a.stdout[-400:]}"
+        for tool, a in answers[name].items()
+    )
+    assert not wrong, f"{case.what}: " + "; ".join(wrong) + "\n" + detail
+
+
+def test_catalogue_covers_the_issue() -> None:
+    assert len(CASES) >= 45
