@@ -28,8 +28,12 @@ std::string joined(const std::vector<std::string>& names, std::size_t max) {
 
 // The first divergence on the timeline, its error's shape and the bug class it suggests.
 void printFirstDivergence(std::ostream& out, const DiffResult& r) {
+    const auto earlier = earlierUncomparedText(r);
     if (!r.firstDivergence) {
         out << "first divergence  none\n";
+        if (!earlier.empty()) {
+            out << "  not compared    " << earlier << "\n";
+        }
         return;
     }
     const auto& f = *r.firstDivergence;
@@ -37,6 +41,9 @@ void printFirstDivergence(std::ostream& out, const DiffResult& r) {
     out << "first divergence  iteration " << f.iteration << ", " << phaseLabel(f.phase) << ": "
         << f.module << " " << tensorKindName(f.kind) << " (" << describeRanks(f.ranks)
         << ", ratio " << formatNumber(t.ratio) << ")\n";
+    if (!earlier.empty()) {
+        out << "  not compared    " << earlier << "\n";
+    }
     if (!f.alsoInPhase.empty()) {
         out << "  same phase      " << joined(f.alsoInPhase, 6) << "\n";
     }

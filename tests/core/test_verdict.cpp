@@ -193,6 +193,37 @@ private slots:
         QCOMPARE(r.firstForwardDivergence.value_or(""), std::string("embed"));
         QCOMPARE(r.module("layer.norm")->origin, Origin::Introduced); // param_grad clean
     }
+    void invalidNeighbourNeverHidesTheFirstDivergence() {
+        // A scaled row-parallel partial in fc2: its own output is invalid (a layout the merge
+        // cannot rebuild), its consumers diverge. The headline stays the first *comparable*
+        // divergence, and the report says that an earlier tensor was not compared, and why.
+        DiffResult r;
+        r.tensors = {
+            tensor("layer.fc2", TensorKind::ForwardOutput, 0.0),
+            tensor("head", TensorKind::ForwardOutput, 80.0),
+            tensor("layer.norm", TensorKind::ForwardOutput, 0.2),
+        };
+        r.tensors[0].status = Status::Invalid;
+        r.tensors[0].invalid.referenceShape = "[4, 8]";
+        r.tensors[0].invalid.candidateShape = "[8, 8]";
+        assembleVerdicts(r, modules());
+        QVERIFY(r.firstDivergence);
+        QCOMPARE(r.firstDivergence->module, std::string("head"));
+        QVERIFY(r.earlierUncompared);
+        QCOMPARE(r.tensors[*r.earlierUncompared].id.module, std::string("layer.fc2"));
+        const auto text = earlierUncomparedText(r);
+        QVERIFY2(text.find("layer.fc2") != std::string::npos, text.c_str());
+        QVERIFY2(text.find("invalid, earlier than the first divergence") != std::string::npos,
+                 text.c_str());
+        QVERIFY2(text.find("[8, 8]") != std::string::npos, text.c_str());
+        // An invalid tensor after the first divergence is not "earlier".
+        auto& invalid = r.tensors[*r.earlierUncompared]; // assembleVerdicts sorts the tensors
+        invalid.id.module = "head";
+        invalid.id.kind = TensorKind::OutputGrad;
+        assembleVerdicts(r, modules());
+        QVERIFY(!r.earlierUncompared);
+        QVERIFY(earlierUncomparedText(r).empty());
+    }
     void wrongBackwardSeedIsIntroducedAtTheLastModule() {
         // The schedule scales the loss gradient: the last module's output gradient is wrong
         // although no module produced it, and everything before inherits.

@@ -109,10 +109,19 @@ struct DiffResult {
     std::optional<std::string> firstBackwardDivergence;
     std::optional<FirstDivergence> firstDivergence; // the first on the timeline
     std::vector<std::size_t> timeline; // flagged tensors (indices) in timeline order
+    // The first invalid or missing tensor on the timeline when it comes before the first
+    // divergence (or there is none): the divergence headline is the first *comparable* one,
+    // and a report must say that something earlier could not be compared, and why.
+    std::optional<std::size_t> earlierUncompared;
     Diagnostics diagnostics; // problems opening/merging bundles
     bool cancelled = false;
 
     [[nodiscard]] const ModuleResult* module(const std::string& name) const;
 };
+
+// One sentence on `earlierUncompared` for every front end ("" when there is none), e.g.
+// "iter 0 mb 0 layers.0.mlp forward_output is invalid, earlier than the first divergence:
+// reference [4, 8] vs candidate [8, 8]; ...".
+std::string earlierUncomparedText(const DiffResult& result);
 
 } // namespace ttrace

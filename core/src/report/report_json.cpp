@@ -287,6 +287,10 @@ json optionalName(const std::optional<std::string>& s) {
 json firstDivergenceJson(const DiffResult& r) {
     json j = {{"forward", optionalName(r.firstForwardDivergence)},
               {"backward", optionalName(r.firstBackwardDivergence)}};
+    j["earlier_uncompared"] = r.earlierUncompared
+                                  ? json{{"tensor", *r.earlierUncompared},
+                                         {"text", earlierUncomparedText(r)}}
+                                  : json(nullptr);
     if (!r.firstDivergence) {
         for (const char* key : {"iteration", "phase", "micro_batch", "module", "kind", "ranks",
                                 "tensor", "also_in_phase"}) {

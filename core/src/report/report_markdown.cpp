@@ -37,6 +37,10 @@ std::string rankText(const std::vector<int>& ranks) {
 
 void appendFirstDivergence(std::ostringstream& md, const DiffResult& r) {
     md << "## First divergence\n\n";
+    const auto earlier = earlierUncomparedText(r);
+    if (!earlier.empty()) {
+        md << "Not compared: " << earlier << ".\n\n";
+    }
     if (!r.firstDivergence) {
         md << "None.\n\n";
         return;

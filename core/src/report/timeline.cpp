@@ -124,6 +124,19 @@ void buildTimeline(DiffResult& r) {
         r.firstDivergence =
             describeFirst(r, divergent, descend(r, divergent, divergent.front()));
     }
+    // An invalid neighbour never takes the headline (its error means nothing), but a report
+    // says when one comes first in time: the divergence may have started there.
+    r.earlierUncompared.reset();
+    for (const auto i : r.timeline) {
+        if (!divergent.empty() && i == divergent.front()) {
+            break;
+        }
+        const auto status = r.tensors[i].status;
+        if (status == Status::Invalid || status == Status::Missing) {
+            r.earlierUncompared = i;
+            break;
+        }
+    }
     r.firstForwardDivergence = firstOfKinds(r, divergent, false);
     r.firstBackwardDivergence = firstOfKinds(r, divergent, true);
 }

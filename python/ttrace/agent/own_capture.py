@@ -23,6 +23,7 @@ class OwnTensor:
     shape: tuple[int, ...]  # as stored ([1] for a scalar)
     dtype: str
     is_scalar: bool
+    complex_type: str | None = None  # a complex tensor stored as (real, imaginary) pairs
 
 
 def _text(v: Any) -> str:
@@ -64,6 +65,7 @@ class OwnCapture:
                     tuple(int(n) for n in ds.shape),
                     _text(a["dtype"]),
                     bool(int(a.get("is_scalar", 0))),
+                    _text(a["complex"]) if "complex" in a else None,
                 )
         return self._cache[path]
 

@@ -88,6 +88,9 @@ class ReferenceFeed:
         local = cut(full.reshape(want), own.placement, own.shape)
         dtype = getattr(torch, DType.from_name(own.dtype).name)
         tensor = torch.from_numpy(local).to(dtype)
+        if own.complex_type is not None:
+            # Stored as (real, imaginary) pairs: hand the module the complex tensor it took.
+            tensor = torch.view_as_complex(tensor.contiguous())
         if own.is_scalar:
             tensor = tensor.reshape(())
         return tensor.to(device)

@@ -197,6 +197,17 @@ class Placement:
         """This shard is partial sum number ``index`` (implies combine ``sum``)."""
         return replace(self, combine="sum", partial_index=int(index))
 
+    def with_pair_dim(self) -> Placement:
+        """The same shard with a trailing dimension of 2 appended: a complex tensor stored as
+        (real, imaginary) pairs. Boxes gain the whole pair dimension; flat ranges double
+        (the pairs are interleaved in the row-major order of the real view)."""
+        shape = (*self.global_shape, 2)
+        if self.layout == "flat":
+            ranges = tuple((2 * a, 2 * b, 2 * n) for a, b, n in self.flat_ranges)
+            return replace(self, global_shape=shape, flat_ranges=ranges)
+        boxes = tuple((*box, (0, 0, 2)) for box in self.box_spans)
+        return replace(self, global_shape=shape, box_spans=boxes)
+
     # --- checks and serialization -----------------------------------------------------------
 
     def local_shape(self) -> tuple[int, ...]:

@@ -13,6 +13,7 @@ import numpy as np
 
 from .attribute_writer import AttributeWriter
 from .checksum import file_checksum
+from .complex_pairs import as_real_pairs
 from .dtypes import DType
 from .key import TensorKey
 from .placement import Placement
@@ -114,6 +115,7 @@ class BundleWriter:
         if path in self._written:
             raise ValueError(f"rank {self.rank}: {path} was already written")
         try:
+            tensor, placement, complex_name = as_real_pairs(tensor, placement)
             kind, stored, is_scalar = self._encode(tensor, dtype)
             if placement is None:
                 placement = Placement.full(() if is_scalar else stored.shape)
@@ -137,6 +139,8 @@ class BundleWriter:
         }
         if is_scalar:
             attrs["is_scalar"] = np.int64(1)
+        if complex_name is not None:
+            attrs["complex"] = complex_name
         for name, text in (notes or {}).items():
             if name not in NOTE_ATTRS:
                 raise ValueError(f"rank {self.rank}: {path}: unknown note {name!r}")

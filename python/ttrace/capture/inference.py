@@ -28,6 +28,8 @@ from .layout import Layout
 from .layout_note import LayoutNote
 from .layout_shapes import ShapeFacts
 from .megatron_rules import MegatronRules
+from .mesh_compose import Outer, compose_activation, compose_parameter
+from .mesh_dims import covered_roles
 from .naming import ModuleNames
 from .parallel_info import ParallelInfo
 from .run_order import activation_order
@@ -68,6 +70,8 @@ class PlacementInference:
         # Layout of every local tensor a captured module produced (or was handed), so that
         # its consumers (inputs, elementwise modules) take the producer's layout.
         self.produced: WeakIdKeyDictionary = WeakIdKeyDictionary()
+        self._buffers: WeakIdKeyDictionary | None = None  # filled at first use
+        self._outer: dict[int, Outer] = {}  # by id of a DTensor's device mesh
 
     @property
     def grad_scale(self) -> float:
@@ -159,16 +163,28 @@ class PlacementInference:
         """(local tensor to store, its placement, the decision) for an input ("in") or
         output ("out"). `decided`: the forward tensor's decision, for its gradient;
         `origin`: the live tensor `tensor` copies (for the producer lookup)."""
-        if is_dtensor(tensor):
-            local, placement = dtensor_placement(tensor)
-            return local, placement, Decision(None, None)
         ann = annotation_of(module)
         if isinstance(ann, ModuleAnnotation):
+            # An explicit placement refines even a DTensor's (it states the whole job's
+            # layout, which a DTensor on a sub-mesh cannot); it applies to the local shard.
             spec = ann.pick(direction, index)
+            local = tensor.to_local() if is_dtensor(tensor) else tensor
             if isinstance(spec, Placement):
-                return tensor, spec, Decision(None, None)
+                return local, spec, Decision(None, None)
             if callable(spec) and not isinstance(spec, str):
-                return tensor, spec(tensor), Decision(None, None)
+                return local, spec(local), Decision(None, None)
+        if is_dtensor(tensor):
+            local, placement = dtensor_placement(tensor)
+            roles = Layout("replica").roles(tensor.dim(), self.order)
+            batch = roles.index("b") if "b" in roles else None
+            seq = roles.index("s") if "s" in roles else None
+            outer = self.outer(tensor.device_mesh)
+            return local, compose_activation(placement, outer, batch, seq), Decision(None, None)
+        if not gradient and self.is_buffer(tensor):
+            # A constant table the model holds (a rotary `freqs_cis`, a causal mask): whole
+            # on every rank, whatever its first dimension looks like; replicas must agree.
+            combine = "replica" if self.info.world_size > 1 else "copy"
+            return tensor, Placement.full(tuple(tensor.shape), combine), Decision(None, None)
         shape = tuple(tensor.shape)
         if decided is None or decided.layout is None:
             lookup = origin if origin is not None else tensor
@@ -185,6 +201,26 @@ class PlacementInference:
         if batch_note and note is None:
             note = LayoutNote(batch_note, "")
         return tensor, placement, Decision(decided.layout, note)
+
+    def outer(self, mesh: object) -> Outer:
+        """The job's dp / cp coordinates that a DTensor on `mesh` does not span."""
+        key = id(mesh)
+        if key not in self._outer:
+            info = self.info
+            covered = covered_roles(mesh, info.sizes(), info.world_size)
+            dp = (info.dp, info.dp_rank) if "dp" not in covered else (1, 0)
+            cp = (info.cp, info.cp_rank) if "cp" not in covered else (1, 0)
+            self._outer[key] = Outer(dp[0], dp[1], cp[0], cp[1], info.cp_layout)
+        return self._outer[key]
+
+    def is_buffer(self, tensor: torch.Tensor) -> bool:
+        """Is `tensor` one of the captured model's buffers (the object itself)?"""
+        if self._buffers is None:
+            self._buffers = WeakIdKeyDictionary()
+            for module in self.names.names:
+                for b in module.buffers(recurse=False):
+                    self._buffers[b] = True
+        return tensor in self._buffers
 
     def remember(self, tensor: torch.Tensor, layout: Layout | None) -> None:
         if layout is not None and not is_dtensor(tensor):
@@ -291,12 +327,15 @@ class PlacementInference:
         `scale` multiplies captured per-rank gradients when the program averages them
         (ParallelInfo.grad_reduce == "mean"), so that partial sums add up to the reference.
         """
-        if is_dtensor(tensor):
-            local, placement = dtensor_placement(tensor)
-            return local, placement, 1.0
         ann = annotation_of(param)
         if isinstance(ann, Placement):
-            return tensor, ann, 1.0
+            return (tensor.to_local() if is_dtensor(tensor) else tensor), ann, 1.0
+        if is_dtensor(tensor):
+            local, placement = dtensor_placement(tensor)
+            outer = self.outer(tensor.device_mesh)
+            partial = kind == "param_grad"
+            scale = 1.0 / outer.parts if partial and self.info.grad_reduce == "mean" else 1.0
+            return local, compose_parameter(placement, outer, partial), scale
         placement, scale = self.param_placement(param, tuple(tensor.shape), owner, kind)
         return tensor, placement, scale
 

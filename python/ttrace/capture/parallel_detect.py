@@ -5,6 +5,9 @@ convention when it does not say.
   convention (`megatron_parallel`);
 - a root wrapped in `DistributedDataParallel`: data parallelism over the default group;
 - parameters sharded by FSDP2 (`fully_shard`): data parallelism over their mesh;
+- DTensor parameters on a device mesh with named dimensions spanning the job (a
+  torchtitan-style `(dp_shard, tp)` mesh): every dimension, from its name
+  (`ParallelInfo.from_mesh`);
 - other DTensor parameters (torch `parallelize_module`, transformers' `tp_plan`): tensor
   parallelism over their 1-d mesh.
 Both DDP and FSDP2 average gradients by default, so with either `grad_reduce` defaults to
@@ -15,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from typing import Any
 
 from torch import nn
 
@@ -45,6 +49,20 @@ def _mesh_of(params: list[nn.Parameter]) -> tuple[int, int] | None:
     return None
 
 
+def _named_world_mesh(roots: Sequence[nn.Module], world_size: int) -> Any:
+    """The root of a named device mesh spanning the job that some DTensor parameter lives
+    on (a torchtitan-style `(dp_shard, tp)` mesh), or None."""
+    for r in roots:
+        for p in r.parameters():
+            if not is_dtensor(p):
+                continue
+            mesh = p.device_mesh
+            root = mesh._get_root_mesh() if hasattr(mesh, "_get_root_mesh") else mesh
+            if root.mesh_dim_names and root.size() == world_size and root.ndim > 1:
+                return root
+    return None
+
+
 def detect_parallel(roots: Sequence[nn.Module], rank: int, world_size: int) -> ParallelInfo:
     """The layout of a single-level DDP / FSDP2 / tensor-parallel run; raises ValueError
     naming what it found when the sizes do not multiply to the world size."""
@@ -53,6 +71,9 @@ def detect_parallel(roots: Sequence[nn.Module], rank: int, world_size: int) -> P
     megatron = megatron_parallel(roots)
     if megatron is not None:
         return megatron
+    mesh = _named_world_mesh(roots, world_size)
+    if mesh is not None:
+        return ParallelInfo.from_mesh(mesh)
     dp, dp_rank, tp, tp_rank = 1, 0, 1, 0
     fsdp = _fsdp_modules(roots)
     fsdp_ids = {id(p) for m in fsdp for p in m.parameters()}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 COORDS = ("tp", "pp", "dp", "cp", "ep", "vpp")
 
@@ -93,6 +94,19 @@ class ParallelInfo:
             "ep": self.ep_rank,
             "vpp": self.vpp_rank,
         }
+
+    @classmethod
+    def from_mesh(cls, mesh: Any, **options: Any) -> ParallelInfo:
+        """The layout a `DeviceMesh` with named dimensions describes, this rank's
+        coordinates included: `tp`, `dp*` / `fsdp` / `hsdp` (replicate and shard dimensions
+        multiply), `cp`, `pp` (see `mesh_dims`). `options` set the other fields
+        (`grad_reduce`, `cp_layout`, ...)."""
+        from .mesh_dims import mesh_coords
+
+        sizes: dict[str, Any] = {}
+        for role, (size, index) in mesh_coords(mesh).items():
+            sizes[role], sizes[f"{role}_rank"] = size, index
+        return cls(**sizes, **options)
 
     @classmethod
     def single(cls) -> ParallelInfo:
