@@ -79,6 +79,12 @@ std::optional<std::string> readStringAttr(hid_t object, const char* name) {
     if (!attr) {
         return std::nullopt;
     }
+    // Exactly one string: H5Aread writes every element, so an array (or an empty dataspace)
+    // read into the one-value buffers below would overrun them.
+    Dataspace space(H5Aget_space(attr.get()));
+    if (H5Sget_simple_extent_npoints(space.get()) != 1) {
+        return std::nullopt;
+    }
     if (H5Tis_variable_str(type.get()) > 0) {
         Datatype mem(H5Tcopy(H5T_C_S1));
         H5Tset_size(mem.get(), H5T_VARIABLE);
@@ -88,7 +94,6 @@ std::optional<std::string> readStringAttr(hid_t object, const char* name) {
             return std::nullopt;
         }
         std::string value(raw);
-        Dataspace space(H5Aget_space(attr.get()));
         H5Dvlen_reclaim(mem.get(), space.get(), H5P_DEFAULT, &raw);
         return value;
     }

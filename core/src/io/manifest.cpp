@@ -7,6 +7,7 @@
 #include <set>
 #include <sstream>
 #include <stdexcept>
+#include <type_traits>
 
 namespace ttrace {
 namespace {
@@ -40,6 +41,15 @@ public:
 
 private:
     template <typename T> std::optional<T> convert(const char* key) {
+        // json converts a float to an integer with a plain cast: undefined for 1e300.
+        if constexpr (std::is_integral_v<T>) {
+            if (!object_.at(key).is_number_integer()) {
+                fail("field '" + std::string(key) + "' must be an integer, not " +
+                     (object_.at(key).is_number() ? "a fraction or exponent" :
+                                                    std::string(object_.at(key).type_name())));
+                return std::nullopt;
+            }
+        }
         try {
             return object_.at(key).get<T>();
         } catch (const json::exception&) {
@@ -59,17 +69,24 @@ private:
     bool failed_ = false;
 };
 
-RankCoords parseCoords(const json& j) {
+// Nothing when a coordinate is present but not an integer (json's value() would throw).
+std::optional<RankCoords> parseCoords(const json& j) {
     RankCoords c;
     if (!j.is_object()) {
         return c;
     }
-    c.tp = j.value("tp", 0);
-    c.pp = j.value("pp", 0);
-    c.dp = j.value("dp", 0);
-    c.cp = j.value("cp", 0);
-    c.ep = j.value("ep", 0);
-    c.vpp = j.value("vpp", 0);
+    const std::pair<const char*, int RankCoords::*> fields[] = {
+        {"tp", &RankCoords::tp}, {"pp", &RankCoords::pp}, {"dp", &RankCoords::dp},
+        {"cp", &RankCoords::cp}, {"ep", &RankCoords::ep}, {"vpp", &RankCoords::vpp}};
+    for (const auto& [key, member] : fields) {
+        if (!j.contains(key)) {
+            continue;
+        }
+        if (!j[key].is_number_integer()) {
+            return std::nullopt;
+        }
+        c.*member = j[key].get<int>();
+    }
     return c;
 }
 
@@ -203,7 +220,14 @@ std::optional<RankEntry> readRankEntry(const json& jr, const std::string& loc, D
         }
     }
     if (jr.is_object() && jr.contains("coords")) {
-        e.coords = parseCoords(jr["coords"]);
+        if (const auto coords = parseCoords(jr["coords"])) {
+            e.coords = *coords;
+        } else {
+            out.push_back(makeError("manifest-field", loc,
+                                    "rank " + std::to_string(e.rank) +
+                                        " coords must be integers (tp, pp, dp, cp, ep, vpp)"));
+            return std::nullopt;
+        }
     }
     return fr.failed() ? std::nullopt : std::optional<RankEntry>(std::move(e));
 }
@@ -244,12 +268,24 @@ bool readRanks(const json& root, const std::string& where, Manifest& m, Diagnost
         seen.insert(e->rank);
         m.ranks.push_back(std::move(*e));
     }
-    for (int r = 0; r < m.worldSize; ++r) {
+    // One diagnostic per missing rank, but at most kListed of them: a world_size of 2e9 must
+    // not build 2e9 messages (the loop ends after seen.size() + kListed steps).
+    constexpr int kListed = 16;
+    const auto missing = static_cast<std::int64_t>(m.worldSize) -
+                         static_cast<std::int64_t>(seen.size());
+    int listed = 0;
+    for (int r = 0; r < m.worldSize && listed < kListed; ++r) {
         if (!seen.contains(r)) {
+            ++listed;
             out.push_back(makeError("missing-rank", where,
                                     "rank " + std::to_string(r) + " of world_size " +
                                         std::to_string(m.worldSize) + " is not listed in ranks"));
         }
+    }
+    if (missing > listed) {
+        out.push_back(makeError("missing-rank", where,
+                                std::to_string(missing - listed) + " more ranks of world_size " +
+                                    std::to_string(m.worldSize) + " are not listed in ranks"));
     }
     return true;
 }
