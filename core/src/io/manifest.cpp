@@ -127,7 +127,7 @@ std::optional<json> parseManifestFile(const std::filesystem::path& bundleDir, Di
     }
     try {
         return json::parse(in);
-    } catch (const json::parse_error& e) {
+    } catch (const json::exception& e) { // parse_error, or out_of_range for 1e+600
         out.push_back(makeError("bad-manifest", path.string(),
                                 "manifest.json is not valid JSON (" + std::string(e.what()) + ")"));
         return std::nullopt;
