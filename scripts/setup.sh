@@ -14,6 +14,9 @@ APT_PACKAGES=(
   libhdf5-dev hdf5-tools zlib1g-dev libeigen3-dev libtbb-dev nlohmann-json3-dev
   libzmq3-dev cppzmq-dev
   xvfb python3-venv
+  # The sanitizer build and the fuzz targets (CMakePresets.json, preset asan): clang, its
+  # sanitizer runtimes and libFuzzer (-fsanitize=fuzzer).
+  clang libclang-rt-14-dev libfuzzer-14-dev
   # The install tests: build the DEB, check it (dpkg-shlibdeps, Lintian, AppStream, desktop
   # entry) and read its man pages (help2man writes them at build time).
   dpkg-dev fakeroot lintian appstream desktop-file-utils help2man man-db

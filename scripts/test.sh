@@ -8,3 +8,17 @@ export QT_QPA_PLATFORM=offscreen
 cd "${TTRACE_BUILD}"
 # Independent entries run side by side (the Python suites are split into their own entries).
 ctest --output-on-failure --timeout 1800 -j "$(nproc)" "$@"
+
+# Then the C++ tests again under AddressSanitizer + UndefinedBehaviorSanitizer, and a short run
+# of every libFuzzer target (the asan presets in CMakePresets.json; scripts/fuzz.sh runs them
+# longer). TTRACE_SKIP_SANITIZERS=1 leaves this out for a quick local run.
+if [[ "${TTRACE_SKIP_SANITIZERS:-0}" != 1 ]]; then
+  cd "${TTRACE_ROOT}"
+  if [[ ! -f build-asan/build.ninja ]]; then
+    log "configuring build-asan (clang, ASan + UBSan)"
+    cmake --preset asan -DTTRACE_PYTHON="${TTRACE_PY}" >/dev/null
+  fi
+  log "building build-asan"
+  cmake --build --preset asan -- -j"$(nproc)" | grep -vE '^\[[0-9]+/[0-9]+\] ' || true
+  ctest --preset asan --timeout 1800 -j "$(nproc)" "$@"
+fi

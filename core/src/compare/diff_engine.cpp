@@ -92,7 +92,9 @@ void carryStateFloorsUpTo(ComparisonContext& ctx, std::int64_t iteration) {
             earlier[id.iteration].push_back(id);
         }
     }
-    for (const auto& [it, stateIds] : earlier) {
+    for (const auto& entry : earlier) {
+        // A named reference, not a structured binding: clang before 16 cannot capture those.
+        const auto& stateIds = entry.second;
         std::vector<std::optional<NoiseFloor>> floors(stateIds.size());
         tbb::parallel_for(std::size_t{0}, stateIds.size(),
                           [&](std::size_t i) { floors[i] = stateFloor(ctx, stateIds[i]); });
