@@ -31,12 +31,11 @@ OpenTimes timeOpen(ttrace::ui::MainWindow& window, const QString& ref, const QSt
             times.tree = static_cast<double>(clock.nsecsElapsed()) * 1e-9;
         }
     });
-    const auto done = QObject::connect(&window, &ttrace::ui::MainWindow::loadingFinished, &loop,
-                                       [&](bool) {
-                                           times.stats =
-                                               static_cast<double>(clock.nsecsElapsed()) * 1e-9;
-                                           loop.quit();
-                                       });
+    const auto done =
+        QObject::connect(&window, &ttrace::ui::MainWindow::loadingFinished, &loop, [&](bool) {
+            times.stats = static_cast<double>(clock.nsecsElapsed()) * 1e-9;
+            loop.quit();
+        });
     clock.start();
     window.openBundles(ref, cand);
     loop.exec();

@@ -39,8 +39,8 @@ void printFirstDivergence(std::ostream& out, const DiffResult& r) {
     const auto& f = *r.firstDivergence;
     const auto& t = r.tensors[f.tensor];
     out << "first divergence  iteration " << f.iteration << ", " << phaseLabel(f.phase) << ": "
-        << f.module << " " << tensorKindName(f.kind) << " (" << describeRanks(f.ranks)
-        << ", ratio " << formatNumber(t.ratio) << ")\n";
+        << f.module << " " << tensorKindName(f.kind) << " (" << describeRanks(f.ranks) << ", ratio "
+        << formatNumber(t.ratio) << ")\n";
     if (!earlier.empty()) {
         out << "  not compared    " << earlier << "\n";
     }
@@ -51,8 +51,8 @@ void printFirstDivergence(std::ostream& out, const DiffResult& r) {
         out << "  error shape     " << s.summary << " [" << s.evidence << "]\n";
     }
     if (!t.hint.text.empty()) {
-        out << "  hint            "
-            << (t.hint.bugClass.empty() ? "" : t.hint.bugClass + ": ") << t.hint.text << "\n";
+        out << "  hint            " << (t.hint.bugClass.empty() ? "" : t.hint.bugClass + ": ")
+            << t.hint.text << "\n";
     }
 }
 
@@ -62,8 +62,8 @@ void printWorst(std::ostream& out, const DiffResult& r, std::size_t rows) {
         return;
     }
     out << "\nworst tensors:\n";
-    out << "  " << std::left << std::setw(10) << "status" << std::right << std::setw(10)
-        << "ratio" << std::setw(11) << "error" << std::setw(11) << "tolerance"
+    out << "  " << std::left << std::setw(10) << "status" << std::right << std::setw(10) << "ratio"
+        << std::setw(11) << "error" << std::setw(11) << "tolerance"
         << "  " << std::left << std::setw(10) << "source"
         << "tensor\n";
     for (const auto i : worst) {
@@ -126,8 +126,8 @@ std::string verdictLine(const DiffResult& r) {
                " tensors diverge beyond round-off; every tensor was valid";
     case RunVerdict::Invalid: break;
     }
-    std::string why = std::to_string(s.invalid) + " invalid, " + std::to_string(s.missing) +
-                      " missing tensors";
+    std::string why =
+        std::to_string(s.invalid) + " invalid, " + std::to_string(s.missing) + " missing tensors";
     if (hasErrors(r.diagnostics)) {
         why += ", bundle errors";
     }

@@ -29,7 +29,8 @@ void LocalizeTable::diffLine(const DiffResult& diff) {
 void LocalizeTable::header() {
     out_ << "\n  " << std::left << std::setw(44) << "module" << std::setw(20) << "phase"
          << std::setw(16) << "verdict" << std::right << std::setw(12) << "replay ratio"
-         << std::setw(9) << "time (s)" << "\n";
+         << std::setw(9) << "time (s)"
+         << "\n";
 }
 
 void LocalizeTable::row(const ModuleVerdict& v) {

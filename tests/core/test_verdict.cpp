@@ -41,11 +41,11 @@ private slots:
     }
     void originTable() {
         QCOMPARE(classifyOrigin(0.0, 0.5), Origin::None);
-        QCOMPARE(classifyOrigin(0.2, 3.0), Origin::Introduced);  // clean in, 15x out
-        QCOMPARE(classifyOrigin(0.0, 1.5), Origin::Introduced);  // exact in, divergent out
+        QCOMPARE(classifyOrigin(0.2, 3.0), Origin::Introduced); // clean in, 15x out
+        QCOMPARE(classifyOrigin(0.0, 1.5), Origin::Introduced); // exact in, divergent out
         // Near the round-off floor: an input at 0.98 explains an output at 1.004 (not "new").
         QCOMPARE(classifyOrigin(0.98, 1.004), Origin::Inherited);
-        QCOMPARE(classifyOrigin(0.9, 3.0), Origin::Inherited); // within 10x of its input
+        QCOMPARE(classifyOrigin(0.9, 3.0), Origin::Inherited);   // within 10x of its input
         QCOMPARE(classifyOrigin(5.0, 40.0), Origin::Inherited);  // 8x < kIntroducedFactor
         QCOMPARE(classifyOrigin(5.0, 60.0), Origin::Introduced); // 12x: a second bug
         QCOMPARE(classifyOrigin(50.0, 20.0), Origin::Inherited);

@@ -41,9 +41,8 @@ inline void probeBundle(const std::filesystem::path& dir) {
         }
         try {
             const auto merged = mergeTensor(*opened.bundle, id);
-            if (merged.tensor &&
-                static_cast<std::int64_t>(merged.tensor->values.size()) !=
-                    elementCount(merged.tensor->shape)) {
+            if (merged.tensor && static_cast<std::int64_t>(merged.tensor->values.size()) !=
+                                     elementCount(merged.tensor->shape)) {
                 __builtin_trap();
             }
         } catch (const BundleError&) {

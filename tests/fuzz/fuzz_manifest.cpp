@@ -28,8 +28,7 @@ void checkInvariants(const ttrace::Manifest& m) {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     static const ttrace::fuzz::ScratchDir scratch;
-    scratch.write("manifest.json",
-                  std::string_view(reinterpret_cast<const char*>(data), size));
+    scratch.write("manifest.json", std::string_view(reinterpret_cast<const char*>(data), size));
     ttrace::Diagnostics diagnostics;
     if (const auto manifest = ttrace::readManifest(scratch.path(), diagnostics)) {
         checkInvariants(*manifest);

@@ -45,8 +45,8 @@ const Base& base() {
         b->dir.write("manifest.json", slurp(from / "manifest.json"));
         b->dir.write("rank-00001.h5", slurp(from / "rank-00001.h5"));
         b->dir.write("rank-00000.h5", b->rank0);
-        const hid_t file = H5Fopen((b->dir.path() / "rank-00000.h5").c_str(), H5F_ACC_RDONLY,
-                                   H5P_DEFAULT);
+        const hid_t file =
+            H5Fopen((b->dir.path() / "rank-00000.h5").c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
         b->targets = ttrace::fuzz::datasetPaths(file);
         H5Fclose(file);
         return b;

@@ -11,10 +11,10 @@ namespace {
 // Attribute names the format defines (docs/bundle-format.md); a name byte past the list reads
 // a fuzzed name instead.
 constexpr std::array<const char*, 21> kNames = {
-    "dtype",      "variant",      "module",      "kind",          "index",
-    "iteration",  "micro_batch",  "global_shape", "placement",    "combine",
-    "partial_index", "boxes",     "flat_ranges", "is_scalar",     "layout_note",
-    "annotate_hint", "format",    "format_version", "rank",       "world_size",
+    "dtype",         "variant",     "module",         "kind",      "index",
+    "iteration",     "micro_batch", "global_shape",   "placement", "combine",
+    "partial_index", "boxes",       "flat_ranges",    "is_scalar", "layout_note",
+    "annotate_hint", "format",      "format_version", "rank",      "world_size",
     "role"};
 
 // Owns one hid_t and closes it with the matching H5*close.
@@ -55,8 +55,8 @@ void writeAttribute(hid_t file, const std::string& path, const std::string& name
     if (H5Aexists(object.id, name.c_str()) > 0) {
         H5Adelete(object.id, name.c_str());
     }
-    const Id<H5Aclose> attr(H5Acreate2(object.id, name.c_str(), type, space, H5P_DEFAULT,
-                                       H5P_DEFAULT));
+    const Id<H5Aclose> attr(
+        H5Acreate2(object.id, name.c_str(), type, space, H5P_DEFAULT, H5P_DEFAULT));
     if (attr.id >= 0 && buffer != nullptr) {
         H5Awrite(attr.id, type, buffer);
     }
@@ -183,8 +183,8 @@ void reshape(hid_t file, const std::string& path, ByteReader& in) {
     H5Ldelete(file, path.c_str(), H5P_DEFAULT);
     const Id<H5Sclose> space(ndim == 0 ? H5Screate(H5S_SCALAR)
                                        : H5Screate_simple(ndim, dims.data(), nullptr));
-    const Id<H5Dclose> fresh(H5Dcreate2(file, path.c_str(), type, space.id, H5P_DEFAULT,
-                                        H5P_DEFAULT, H5P_DEFAULT));
+    const Id<H5Dclose> fresh(
+        H5Dcreate2(file, path.c_str(), type, space.id, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
     if (fresh.id >= 0 && writeData) {
         const std::vector<double> zeros(points, 0.25);
         H5Dwrite(fresh.id, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, zeros.data());

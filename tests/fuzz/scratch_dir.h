@@ -13,7 +13,8 @@ namespace ttrace::fuzz {
 class ScratchDir {
 public:
     ScratchDir() {
-        std::string pattern = (std::filesystem::temp_directory_path() / "ttrace-fuzz-XXXXXX").string();
+        std::string pattern =
+            (std::filesystem::temp_directory_path() / "ttrace-fuzz-XXXXXX").string();
         if (::mkdtemp(pattern.data()) == nullptr) {
             std::abort(); // nowhere to write inputs: the harness cannot run at all
         }

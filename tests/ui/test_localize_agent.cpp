@@ -202,9 +202,11 @@ private slots:
 
         // Its parent contains the bug; a module after it only inherits it.
         QVERIFY(w.treePane()->selectModule("layers.1.mlp", 2));
-        runAndWait(w, [&] { return w.localizeUi()->localizeSelected(); }, nullptr);
+        runAndWait(
+            w, [&] { return w.localizeUi()->localizeSelected(); }, nullptr);
         QCOMPARE(badgeText(w, "layers.1.mlp"), QStringLiteral("introduced below"));
-        runAndWait(w, [&] { return w.localizeUi()->localizeModule("final_layernorm"); }, nullptr);
+        runAndWait(
+            w, [&] { return w.localizeUi()->localizeModule("final_layernorm"); }, nullptr);
         QCOMPARE(badgeText(w, "final_layernorm"), QStringLiteral("inherited"));
         QCOMPARE(badgeText(w, "layers.1.mlp.linear_fc1"), QStringLiteral("introduced here"));
     }
@@ -297,7 +299,8 @@ private slots:
         QVERIFY2(r.problems.empty(),
                  r.problems.empty() ? "" : r.problems.front().toString().c_str());
         QCOMPARE(badgeText(w, qPrintable(first)), QStringLiteral("grad reduction"));
-        r = runAndWait(w, [&] { return w.localizeUi()->localizeAll(); }, nullptr);
+        r = runAndWait(
+            w, [&] { return w.localizeUi()->localizeAll(); }, nullptr);
         QVERIFY2(r.problems.empty(),
                  r.problems.empty() ? "" : r.problems.front().toString().c_str());
         QVERIFY(r.guiltyPhase.has_value());

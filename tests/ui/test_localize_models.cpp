@@ -3,7 +3,6 @@
 // warnings, the headline's first divergence in time, and the agent target. Every model runs
 // under QAbstractItemModelTester.
 #include "ttrace/replay/localize_walk.h"
-#include "ttrace/verdict.h"
 #include "ttrace/ui/models/agent_target.h"
 #include "ttrace/ui/models/layer_tree_model.h"
 #include "ttrace/ui/models/localize_summary.h"
@@ -12,6 +11,7 @@
 #include "ttrace/ui/models/roles.h"
 #include "ttrace/ui/models/story_headline.h"
 #include "ttrace/ui/models/warnings_model.h"
+#include "ttrace/verdict.h"
 
 #include <QAbstractItemModelTester>
 #include <QSettings>

@@ -45,8 +45,8 @@ QString diagnosisText(const TensorResult& t) {
                           qstr(t.hint.text));
     }
     if (!t.invalid.empty()) {
-        lines << QStringLiteral("Why %1: %2").arg(qstr(statusName(t.status)),
-                                                  qstr(t.invalid.toString()));
+        lines << QStringLiteral("Why %1: %2")
+                     .arg(qstr(statusName(t.status)), qstr(t.invalid.toString()));
     }
     return lines.join('\n');
 }

@@ -113,9 +113,9 @@ void LoadWorker::runDiff(quint64 job, const QString& reference, const QString& c
         }
     };
     emit progress(job, 0.0, tr("Opening %1").arg(reference));
-    auto result = std::make_shared<DiffResult>(diffBundleDirs(
-        std::filesystem::path(reference.toStdString()),
-        std::filesystem::path(candidate.toStdString()), options, callbacks));
+    auto result = std::make_shared<DiffResult>(
+        diffBundleDirs(std::filesystem::path(reference.toStdString()),
+                       std::filesystem::path(candidate.toStdString()), options, callbacks));
     batcher.finish();
     if (cancel->load() || result->cancelled) {
         emit cancelled(job);

@@ -50,8 +50,7 @@ bool isUnfinishedCapture(const std::filesystem::path& dir);
 
 // Reads every status record of `dir`; nothing (and errors naming the record) when none can
 // be used. Records are bounded in size and must agree on the capture they describe.
-std::optional<CaptureStatus> readCaptureStatus(const std::filesystem::path& dir,
-                                               Diagnostics& out);
+std::optional<CaptureStatus> readCaptureStatus(const std::filesystem::path& dir, Diagnostics& out);
 
 // One "incomplete-capture" finding per rank that did not finish ("incomplete: rank N
 // stopped after <tensor>"), with the given severity.

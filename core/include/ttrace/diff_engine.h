@@ -6,9 +6,9 @@
 #include "ttrace/tolerance.h"
 
 #include <functional>
-#include <set>
 #include <memory>
 #include <optional>
+#include <set>
 
 namespace ttrace {
 
@@ -39,7 +39,7 @@ using OpenedFn = std::function<void(const Manifest* reference, const Manifest* c
                                     const Diagnostics& problems)>;
 
 struct DiffCallbacks {
-    ProgressFn progress;    // opening takes the first 20% (10% per bundle), comparing the rest
+    ProgressFn progress; // opening takes the first 20% (10% per bundle), comparing the rest
     TensorResultFn onTensor;
     OpenedFn onOpened;
 };

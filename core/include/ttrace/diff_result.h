@@ -54,7 +54,7 @@ struct TensorResult {
     double ratio = 0.0; // metrics.relError / tolerance.value
     Status status = Status::Clean;
     ErrorHistogram histogram;
-    Diagnostics findings; // merge findings (replica disagreement, holes) for this tensor
+    Diagnostics findings;  // merge findings (replica disagreement, holes) for this tensor
     InvalidReason invalid; // for invalid tensors
     std::vector<ShapeSignature> signatures; // the error's shape, for divergent tensors
     BugClassHint hint;                      // for divergent tensors; may be empty
@@ -95,8 +95,8 @@ struct FirstDivergence {
     std::int64_t microBatch = 0;
     std::string module;
     TensorKind kind = TensorKind::ForwardOutput;
-    std::vector<int> ranks;     // candidate ranks whose pieces carry the error
-    std::size_t tensor = 0;     // index into DiffResult::tensors
+    std::vector<int> ranks;               // candidate ranks whose pieces carry the error
+    std::size_t tensor = 0;               // index into DiffResult::tensors
     std::vector<std::string> alsoInPhase; // other modules diverging in the same phase step
 };
 
@@ -108,7 +108,7 @@ struct DiffResult {
     std::optional<std::string> firstForwardDivergence;
     std::optional<std::string> firstBackwardDivergence;
     std::optional<FirstDivergence> firstDivergence; // the first on the timeline
-    std::vector<std::size_t> timeline; // flagged tensors (indices) in timeline order
+    std::vector<std::size_t> timeline;              // flagged tensors (indices) in timeline order
     // The first invalid or missing tensor on the timeline when it comes before the first
     // divergence (or there is none): the divergence headline is the first *comparable* one,
     // and a report must say that something earlier could not be compared, and why.

@@ -200,7 +200,9 @@ fs::path storeCachedDiff(const std::string& key, const DiffResult& result) {
     if (key.empty()) {
         return {};
     }
-    const std::string text = nlohmann::json(key).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n" + diffResultToJson(result, false);
+    const std::string text =
+        nlohmann::json(key).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n" +
+        diffResultToJson(result, false);
     for (const auto& dir : diffCacheDirs()) {
         std::error_code ec;
         fs::create_directories(dir, ec);

@@ -238,8 +238,8 @@ BundleOpenResult openSide(const std::filesystem::path& dir, const ProgressFn& pr
 }
 
 // How much of the bundles a partial comparison covers, as a warning every front end shows.
-Diagnostic partialNote(const Bundle& reference, const Bundle& candidate,
-                       const DiffOptions& options, std::size_t leftOutOnDisk) {
+Diagnostic partialNote(const Bundle& reference, const Bundle& candidate, const DiffOptions& options,
+                       std::size_t leftOutOnDisk) {
     std::set<TensorId> compared, leftOut;
     for (const auto* bundle : {&reference, &candidate}) {
         for (const auto& [id, shards] : bundle->tensors()) {

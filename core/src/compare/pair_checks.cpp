@@ -64,7 +64,8 @@ Diagnostics checkBundlePair(const Bundle& reference, const Bundle& candidate) {
     if (refRole == "candidate" && candRole == "reference") {
         out.push_back(makeError("swapped-roles", reference.dir().string(),
                                 "the bundles are given in the wrong order: this is the "
-                                "candidate and " + candidate.dir().string() +
+                                "candidate and " +
+                                    candidate.dir().string() +
                                     " the reference; give the reference first"));
     } else if (refRole == "candidate") {
         out.push_back(makeError("role-mismatch", reference.dir().string(),

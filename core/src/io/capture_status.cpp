@@ -170,8 +170,7 @@ bool isUnfinishedCapture(const std::filesystem::path& dir) {
     return false;
 }
 
-std::optional<CaptureStatus> readCaptureStatus(const std::filesystem::path& dir,
-                                               Diagnostics& out) {
+std::optional<CaptureStatus> readCaptureStatus(const std::filesystem::path& dir, Diagnostics& out) {
     CaptureStatus status;
     std::string captureId;
     std::error_code ec;
@@ -219,12 +218,12 @@ void describeUnfinishedCapture(const std::filesystem::path& dir, const CaptureSt
         if (r.state == "closed") {
             continue;
         }
-        const auto what = r.lastTensor.empty() ? std::string("before its first tensor")
-                                               : "after " + r.lastTensor;
+        const auto what =
+            r.lastTensor.empty() ? std::string("before its first tensor") : "after " + r.lastTensor;
         out.push_back(make("incomplete-capture", loc,
                            "incomplete: rank " + std::to_string(rank) + " stopped " + what + " (" +
-                               std::to_string(r.tensors) + " tensors on disk; steps finished: " +
-                               stepList(r.stepsDone) + ")"));
+                               std::to_string(r.tensors) +
+                               " tensors on disk; steps finished: " + stepList(r.stepsDone) + ")"));
     }
 }
 
@@ -263,8 +262,10 @@ PartialBundle openPartialBundle(const std::filesystem::path& dir, const Progress
     const auto& done = partial.stepsDone;
     indexBundle(
         dir, std::move(m), progress,
-        [&done](const TensorId& id) { return done.contains({id.variant, id.iteration}); }, result,
-        partial.leftOutTensors);
+        [&done](const TensorId& id) {
+            return done.contains({id.variant, id.iteration});
+        },
+        result, partial.leftOutTensors);
     return partial;
 }
 

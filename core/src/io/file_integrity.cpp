@@ -26,7 +26,7 @@ struct FileStamp {
 };
 
 std::optional<FileStamp> stampOf(const std::filesystem::path& file) {
-    struct stat st{};
+    struct stat st {};
     if (::stat(file.c_str(), &st) != 0) {
         return std::nullopt;
     }
@@ -101,8 +101,8 @@ std::optional<std::uint32_t> fileCrc32(const std::filesystem::path& file) {
 }
 
 std::optional<IntegrityProblem> checkFileIntegrity(const std::filesystem::path& file,
-                                              std::int64_t expectedSize,
-                                              std::optional<std::uint32_t> expectedCrc) {
+                                                   std::int64_t expectedSize,
+                                                   std::optional<std::uint32_t> expectedCrc) {
     std::error_code ec;
     const auto size = static_cast<std::int64_t>(std::filesystem::file_size(file, ec));
     if (ec) {

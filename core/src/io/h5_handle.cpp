@@ -136,7 +136,7 @@ std::optional<std::string> readStringAttr(hid_t object, const char* name) {
         return std::nullopt;
     }
     auto value = H5Tis_variable_str(type.get()) > 0 ? readVariableString(attr.get(), type.get())
-                                                     : readFixedString(attr.get(), type.get());
+                                                    : readFixedString(attr.get(), type.get());
     if (!value) {
         return std::nullopt;
     }

@@ -42,7 +42,8 @@ std::optional<std::string> storageProblem(hid_t dataset, std::int64_t declaredBy
     }
     if (layout == H5D_CONTIGUOUS && declaredBytes > 0) {
         const haddr_t offset = H5Dget_offset(dataset);
-        if (offset == HADDR_UNDEF || !fitsWithin(static_cast<std::int64_t>(offset), stored, fileBytes)) {
+        if (offset == HADDR_UNDEF ||
+            !fitsWithin(static_cast<std::int64_t>(offset), stored, fileBytes)) {
             return "has its data past the end of the file (offset " +
                    std::to_string(static_cast<std::int64_t>(offset)) + " + " +
                    std::to_string(stored) + " > " + std::to_string(fileBytes) + " bytes)";

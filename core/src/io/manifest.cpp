@@ -55,9 +55,9 @@ std::optional<json> parseManifestFile(const std::filesystem::path& bundleDir, Di
     try {
         auto root = json::parse(file.text);
         if (!root.is_object()) {
-            out.push_back(makeError("bad-manifest", path.string(),
-                                    "manifest.json is " + describeJson(root) +
-                                        ", not a JSON object"));
+            out.push_back(
+                makeError("bad-manifest", path.string(),
+                          "manifest.json is " + describeJson(root) + ", not a JSON object"));
             return std::nullopt;
         }
         return root;
@@ -231,8 +231,7 @@ std::optional<RankEntry> readRankEntry(const json& jr, const std::string& loc, D
     if (const auto crc = fr.optional<std::string>("crc32", ""); !crc.empty()) {
         e.crc32 = parseCrc(crc);
         if (!e.crc32) {
-            fr.fail("rank " + std::to_string(e.rank) + " crc32 '" + crc +
-                    "' is not 8 hex digits");
+            fr.fail("rank " + std::to_string(e.rank) + " crc32 '" + crc + "' is not 8 hex digits");
         }
     }
     e.coords = readCoords(jr, fr);
@@ -276,7 +275,8 @@ void reportMissingRanks(const std::set<int>& seen, const Manifest& m, const std:
     for (const int r : missing) {
         list += (list.empty() ? "" : ", ") + std::to_string(r);
     }
-    const std::string more = count > missing.size() ? " and " + std::to_string(count - missing.size()) + " more" : "";
+    const std::string more =
+        count > missing.size() ? " and " + std::to_string(count - missing.size()) + " more" : "";
     out.push_back(makeError("missing-rank", where,
                             (count == 1 ? "rank " : "ranks ") + list + more + " of world_size " +
                                 std::to_string(m.worldSize) + (count == 1 ? " is" : " are") +

@@ -47,15 +47,14 @@ void checkCoords(const Manifest& m, const std::string& where, Diagnostics& out) 
     std::map<std::tuple<int, int, int, int>, int> owner;
     for (const auto& e : m.ranks) {
         const auto& c = e.coords;
-        const std::pair<const char*, int> coords[] = {{"tp", c.tp}, {"pp", c.pp}, {"dp", c.dp},
-                                                      {"cp", c.cp}, {"ep", c.ep}};
+        const std::pair<const char*, int> coords[] = {
+            {"tp", c.tp}, {"pp", c.pp}, {"dp", c.dp}, {"cp", c.cp}, {"ep", c.ep}};
         for (const auto& [name, value] : coords) {
             if (value >= sizeOf(m, name)) {
                 out.push_back(makeError("coords-mismatch", where,
                                         "rank " + std::to_string(e.rank) + " has " + name +
-                                            " coordinate " + std::to_string(value) +
-                                            ", but the " + name + " size is " +
-                                            std::to_string(sizeOf(m, name))));
+                                            " coordinate " + std::to_string(value) + ", but the " +
+                                            name + " size is " + std::to_string(sizeOf(m, name))));
                 return;
             }
         }
@@ -63,8 +62,8 @@ void checkCoords(const Manifest& m, const std::string& where, Diagnostics& out) 
         if (!fresh) {
             out.push_back(makeError("coords-mismatch", where,
                                     "rank " + std::to_string(e.rank) + " and rank " +
-                                        std::to_string(it->second) + " have the same coordinates (" +
-                                        c.toString() + ")"));
+                                        std::to_string(it->second) +
+                                        " have the same coordinates (" + c.toString() + ")"));
             return;
         }
     }

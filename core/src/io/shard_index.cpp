@@ -65,8 +65,7 @@ struct Problem {
 // "missing" when absent, "bad-attribute" when present but not one value of the right kind.
 Problem attributeProblem(hid_t dataset, const char* name, const char* kind) {
     if (h5::hasAttr(dataset, name)) {
-        return {"bad-attribute",
-                "attribute '" + std::string(name) + "' is not a single " + kind};
+        return {"bad-attribute", "attribute '" + std::string(name) + "' is not a single " + kind};
     }
     return {"missing-attribute", "attribute '" + std::string(name) + "' is missing"};
 }
@@ -132,8 +131,9 @@ std::optional<DType> readDType(hid_t dataset, Problem& problem) {
 // Variant, module, kind, index, iteration and micro-batch: who this tensor is.
 std::optional<TensorId> readIdentity(hid_t dataset, Problem& problem) {
     TensorId id;
-    for (const auto& [name, slot] : {std::pair{"variant", &id.variant}, std::pair{"module", &id.module},
-                                     std::pair{"index", &id.index}}) {
+    for (const auto& [name, slot] :
+         {std::pair{"variant", &id.variant}, std::pair{"module", &id.module},
+          std::pair{"index", &id.index}}) {
         auto value = h5::readStringAttr(dataset, name);
         if (!value) {
             problem = attributeProblem(dataset, name, "string");
@@ -141,8 +141,8 @@ std::optional<TensorId> readIdentity(hid_t dataset, Problem& problem) {
         }
         *slot = std::move(*value);
     }
-    for (const auto& [name, slot] : {std::pair{"iteration", &id.iteration},
-                                     std::pair{"micro_batch", &id.microBatch}}) {
+    for (const auto& [name, slot] :
+         {std::pair{"iteration", &id.iteration}, std::pair{"micro_batch", &id.microBatch}}) {
         const auto value = h5::readIntAttr(dataset, name);
         if (!value) {
             problem = attributeProblem(dataset, name, "integer");
@@ -210,7 +210,8 @@ void indexDataset(hid_t file, const char* name, VisitState& state) {
     Problem problem;
     const auto dtype = readDType(dataset.get(), problem);
     auto id = dtype ? readIdentity(dataset.get(), problem) : std::nullopt;
-    auto shape = id ? readStoredShape(dataset.get(), *dtype, state.fileBytes, problem) : std::nullopt;
+    auto shape =
+        id ? readStoredShape(dataset.get(), *dtype, state.fileBytes, problem) : std::nullopt;
     if (!shape) {
         fail(problem);
         return;
@@ -298,8 +299,7 @@ bool fileLooksIntact(const std::filesystem::path& file, const Manifest& manifest
 }
 
 // The coordinates the file records (coord_tp, ...) must be the manifest's for that rank.
-void checkRootCoords(hid_t root, const RankEntry& entry, const std::string& loc,
-                     Diagnostics& out) {
+void checkRootCoords(hid_t root, const RankEntry& entry, const std::string& loc, Diagnostics& out) {
     const auto& c = entry.coords;
     const std::pair<const char*, int> coords[] = {{"coord_tp", c.tp}, {"coord_pp", c.pp},
                                                   {"coord_dp", c.dp}, {"coord_cp", c.cp},
@@ -334,9 +334,9 @@ void checkRootIdentity(hid_t root, const Manifest& manifest, const RankEntry& en
     }
     const auto role = h5::readStringAttr(root, "role").value_or("");
     if (role != manifest.role) {
-        out.push_back(makeError("rank-attr-mismatch", loc,
-                                "the file says role '" + role + "', the manifest '" +
-                                    manifest.role + "'"));
+        out.push_back(
+            makeError("rank-attr-mismatch", loc,
+                      "the file says role '" + role + "', the manifest '" + manifest.role + "'"));
     }
 
     checkRootCoords(root, entry, loc, out);
@@ -392,8 +392,8 @@ void dropDuplicates(const std::filesystem::path& file, int rank, RankFileIndex& 
             continue;
         }
         out.push_back(makeError("duplicate-tensor", where(file, rank, it->second),
-                                "rank " + std::to_string(rank) + " holds tensor " +
-                                    item.id.path() + " twice (also as dataset " +
+                                "rank " + std::to_string(rank) + " holds tensor " + item.id.path() +
+                                    " twice (also as dataset " +
                                     escapeInvalidUtf8(item.shard.datasetPath) + ")"));
     }
     index.shards = std::move(kept);

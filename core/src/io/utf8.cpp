@@ -68,7 +68,8 @@ std::string escapeInvalidUtf8(std::string_view text) {
             continue;
         }
         char hex[5];
-        std::snprintf(hex, sizeof hex, "\\x%02x", static_cast<unsigned>(static_cast<std::uint8_t>(text[i])));
+        std::snprintf(hex, sizeof hex, "\\x%02x",
+                      static_cast<unsigned>(static_cast<std::uint8_t>(text[i])));
         out += hex;
         ++i;
     }

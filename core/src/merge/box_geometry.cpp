@@ -99,7 +99,11 @@ bool dropReplicas(std::vector<Region>& regions, CoverageVerdict& v) {
         if (!distinct.empty() && distinct.back().span == r.span) {
             if (distinct.back().rank == r.rank) {
                 // One rank claiming the same box twice is no replica: it is an overlap.
-                v = {BoxCoverage::PartialOverlap, r.rank, r.rank, 0, v.total,
+                v = {BoxCoverage::PartialOverlap,
+                     r.rank,
+                     r.rank,
+                     0,
+                     v.total,
                      "rank " + std::to_string(r.rank) + " claims box " + spanText(r) + " twice"};
                 return false;
             }
@@ -119,8 +123,8 @@ std::optional<std::pair<const Region*, const Region*>> firstOverlap(std::vector<
         return a.span.front().first < b.span.front().first;
     });
     for (std::size_t i = 0; i < regions.size(); ++i) {
-        for (std::size_t j = i + 1; j < regions.size() &&
-                                    regions[j].span.front().first < regions[i].span.front().second;
+        for (std::size_t j = i + 1;
+             j < regions.size() && regions[j].span.front().first < regions[i].span.front().second;
              ++j) {
             if (intersects(regions[i], regions[j])) {
                 return std::pair{&regions[i], &regions[j]};
@@ -160,9 +164,9 @@ std::optional<CoverageVerdict> classifyCoverage(const Shape& globalShape,
     if (extent.empty()) {
         // A scalar: every box is the one element, so any repetition is a replica.
         v.covered = regions.empty() ? 0 : 1;
-        v.kind = v.covered < v.total ? BoxCoverage::Gap
-                                     : (regions.size() > 1 ? BoxCoverage::Replicas
-                                                           : BoxCoverage::ExactCover);
+        v.kind = v.covered < v.total
+                     ? BoxCoverage::Gap
+                     : (regions.size() > 1 ? BoxCoverage::Replicas : BoxCoverage::ExactCover);
         return v;
     }
     const bool replicas = dropReplicas(regions, v);
@@ -174,9 +178,9 @@ std::optional<CoverageVerdict> classifyCoverage(const Shape& globalShape,
         v.covered = overlapVolume(*pair->first, *pair->second);
         v.rankA = std::min(pair->first->rank, pair->second->rank);
         v.rankB = std::max(pair->first->rank, pair->second->rank);
-        v.detail = "rank " + std::to_string(pair->first->rank) + " box " +
-                   spanText(*pair->first) + " and rank " + std::to_string(pair->second->rank) +
-                   " box " + spanText(*pair->second) + " share elements but are not identical";
+        v.detail = "rank " + std::to_string(pair->first->rank) + " box " + spanText(*pair->first) +
+                   " and rank " + std::to_string(pair->second->rank) + " box " +
+                   spanText(*pair->second) + " share elements but are not identical";
         return v;
     }
     for (const auto& r : regions) {

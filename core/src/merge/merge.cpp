@@ -109,33 +109,31 @@ ConflictMap applyShard(const RawShard& shard, const std::vector<double>& vals, C
         }
     };
     tbb::enumerable_thread_specific<ConflictMap> localConflicts;
-    tbb::parallel_for(tbb::blocked_range<std::size_t>(0, runs.size(), 64),
-                      [&](const tbb::blocked_range<std::size_t>& range) {
-                          auto& mine = localConflicts.local();
-                          for (std::size_t r = range.begin(); r != range.end(); ++r) {
-                              const auto g0 = static_cast<std::size_t>(runs[r].global);
-                              const auto l0 = static_cast<std::size_t>(runs[r].local);
-                              const auto len = static_cast<std::size_t>(runs[r].count);
-                              const auto* owner = g.owner.data() + g0;
-                              if (std::all_of(owner, owner + len, [](std::int64_t o) {
-                                      return o == kOwnerNone;
-                                  })) {
-                                  copyElements(g0, l0, len); // the common case: a block copy
-                                  continue;
-                              }
-                              for (std::size_t k = 0; k < len; ++k) {
-                                  const double v = vals[l0 + k];
-                                  if (owner[k] == kOwnerNone) {
-                                      copyElements(g0 + k, l0 + k, 1);
-                                  } else if (combine == Combine::Copy ||
-                                             !sameValue(g.values[g0 + k], v)) {
-                                      addConflict(mine, owner[k], shard.rank,
-                                                  static_cast<std::int64_t>(g0 + k),
-                                                  g.values[g0 + k], v);
-                                  }
-                              }
-                          }
-                      });
+    tbb::parallel_for(
+        tbb::blocked_range<std::size_t>(0, runs.size(), 64),
+        [&](const tbb::blocked_range<std::size_t>& range) {
+            auto& mine = localConflicts.local();
+            for (std::size_t r = range.begin(); r != range.end(); ++r) {
+                const auto g0 = static_cast<std::size_t>(runs[r].global);
+                const auto l0 = static_cast<std::size_t>(runs[r].local);
+                const auto len = static_cast<std::size_t>(runs[r].count);
+                const auto* owner = g.owner.data() + g0;
+                if (std::all_of(owner, owner + len,
+                                [](std::int64_t o) { return o == kOwnerNone; })) {
+                    copyElements(g0, l0, len); // the common case: a block copy
+                    continue;
+                }
+                for (std::size_t k = 0; k < len; ++k) {
+                    const double v = vals[l0 + k];
+                    if (owner[k] == kOwnerNone) {
+                        copyElements(g0 + k, l0 + k, 1);
+                    } else if (combine == Combine::Copy || !sameValue(g.values[g0 + k], v)) {
+                        addConflict(mine, owner[k], shard.rank, static_cast<std::int64_t>(g0 + k),
+                                    g.values[g0 + k], v);
+                    }
+                }
+            }
+        });
     ConflictMap conflicts;
     for (const auto& mine : localConflicts) {
         for (const auto& [ranks, c] : mine) {
@@ -291,12 +289,11 @@ std::optional<Combine> groupMode(const std::vector<RawShard>& shards,
     case BoxCoverage::ExactCover: return plain;
     case BoxCoverage::Replicas: return Combine::Replica; // identical copies: compare them
     case BoxCoverage::PartialOverlap:
-        findings.push_back(makeError("overlap", where,
-                                     "shards of ranks " + std::to_string(v.rankA) + " and " +
-                                         std::to_string(v.rankB) + " overlap at " +
-                                         std::to_string(v.covered) + " elements, partly (" +
-                                         v.detail +
-                                         "): shards must be a disjoint split or identical copies"));
+        findings.push_back(makeError(
+            "overlap", where,
+            "shards of ranks " + std::to_string(v.rankA) + " and " + std::to_string(v.rankB) +
+                " overlap at " + std::to_string(v.covered) + " elements, partly (" + v.detail +
+                "): shards must be a disjoint split or identical copies"));
         return std::nullopt;
     case BoxCoverage::Gap:
         if (v.total <= kExactHoleFactor * v.covered + kExactHoleSlack) {
@@ -304,11 +301,11 @@ std::optional<Combine> groupMode(const std::vector<RawShard>& shards,
             // names the first uncovered index.
             return plain;
         }
-        findings.push_back(makeError("hole", where,
-                                     "hole: " + std::to_string(v.total - v.covered) + " of " +
-                                         std::to_string(v.total) +
-                                         " elements are covered by no shard (ranks present: " +
-                                         rankList(shards, members) + ")"));
+        findings.push_back(makeError(
+            "hole", where,
+            "hole: " + std::to_string(v.total - v.covered) + " of " + std::to_string(v.total) +
+                " elements are covered by no shard (ranks present: " + rankList(shards, members) +
+                ")"));
         return std::nullopt;
     case BoxCoverage::OutOfBounds:
         findings.push_back(makeError("placement-outside", where, v.detail));
@@ -368,8 +365,8 @@ MergeResult mergeShards(const TensorId& id, std::vector<RawShard> shards) {
             group.push_back(&shards[i]);
             values.push_back(&decoded[i]);
         }
-        auto g =
-            combineGroup(group, values, globalShape, modes[partial], where, keepRaw, result.findings);
+        auto g = combineGroup(group, values, globalShape, modes[partial], where, keepRaw,
+                              result.findings);
         accumulate(g, full, covered);
         if (keepRaw) {
             full.rawBits = std::move(g.raw);

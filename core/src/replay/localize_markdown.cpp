@@ -45,8 +45,8 @@ std::string localizeConclusion(const LocalizeResult& r) {
         const bool grad = r.entry->kind == TensorKind::OutputGrad;
         return "introduced outside every module: every replayed module agrees given the "
                "reference's inputs; the divergence enters at " +
-               r.entry->module + " " + std::string(tensorKindName(r.entry->kind)) +
-               " (iteration " + std::to_string(r.entry->iteration) + ", micro-batch " +
+               r.entry->module + " " + std::string(tensorKindName(r.entry->kind)) + " (iteration " +
+               std::to_string(r.entry->iteration) + ", micro-batch " +
                std::to_string(r.entry->microBatch) + "), " +
                (grad ? "the gradient the schedule feeds backward (its loss scaling)"
                      : "the input the job feeds forward (its data)");

@@ -67,15 +67,14 @@ const ModuleResult* DiffResult::module(const std::string& name) const {
     return nullptr;
 }
 
-
 std::string earlierUncomparedText(const DiffResult& r) {
     if (!r.earlierUncompared || *r.earlierUncompared >= r.tensors.size()) {
         return {};
     }
     const auto& t = r.tensors[*r.earlierUncompared];
-    std::string out = t.id.label() + " is " + std::string(statusName(t.status)) + ", " +
-                      (r.firstDivergence ? "earlier than the first divergence"
-                                         : "and no tensor diverges");
+    std::string out =
+        t.id.label() + " is " + std::string(statusName(t.status)) + ", " +
+        (r.firstDivergence ? "earlier than the first divergence" : "and no tensor diverges");
     std::string why = t.invalid.toString();
     if (why.empty() && !t.findings.empty()) {
         why = t.findings.front().message;

@@ -48,9 +48,8 @@ Diagnostics diagnosticsFrom(const json& j) {
 }
 
 json toJson(const ShapeSignature& s) {
-    return {{"kind", signatureKindName(s.kind)}, {"summary", s.summary},
-            {"evidence", s.evidence},           {"factor", num(s.factor)},
-            {"ranks", s.ranks},                 {"indices", s.indices}};
+    return {{"kind", signatureKindName(s.kind)}, {"summary", s.summary}, {"evidence", s.evidence},
+            {"factor", num(s.factor)},           {"ranks", s.ranks},     {"indices", s.indices}};
 }
 
 ShapeSignature signatureFrom(const json& j) {
@@ -72,7 +71,7 @@ json toJson(const InvalidReason& w) {
     if (w.empty()) {
         return nullptr;
     }
-    return {{"reference_shape", w.referenceShape}, {"candidate_shape", w.candidateShape},
+    return {{"reference_shape", w.referenceShape},   {"candidate_shape", w.candidateShape},
             {"candidate_layout", w.candidateLayout}, {"layout_note", w.layoutNote},
             {"annotate_hint", w.annotateHint},       {"text", w.toString()}};
 }
@@ -95,9 +94,8 @@ json findingsJson(const TensorResult& t) {
     for (const auto& s : t.signatures) {
         sigs.push_back(toJson(s));
     }
-    json hint = t.hint.text.empty()
-                    ? json(nullptr)
-                    : json{{"bug_class", t.hint.bugClass}, {"text", t.hint.text}};
+    json hint = t.hint.text.empty() ? json(nullptr)
+                                    : json{{"bug_class", t.hint.bugClass}, {"text", t.hint.text}};
     return {{"diagnosis", sigs}, {"hint", hint}, {"invalid_reason", toJson(t.invalid)}};
 }
 
@@ -287,10 +285,9 @@ json optionalName(const std::optional<std::string>& s) {
 json firstDivergenceJson(const DiffResult& r) {
     json j = {{"forward", optionalName(r.firstForwardDivergence)},
               {"backward", optionalName(r.firstBackwardDivergence)}};
-    j["earlier_uncompared"] = r.earlierUncompared
-                                  ? json{{"tensor", *r.earlierUncompared},
-                                         {"text", earlierUncomparedText(r)}}
-                                  : json(nullptr);
+    j["earlier_uncompared"] = r.earlierUncompared ? json{{"tensor", *r.earlierUncompared},
+                                                         {"text", earlierUncomparedText(r)}}
+                                                  : json(nullptr);
     if (!r.firstDivergence) {
         for (const char* key : {"iteration", "phase", "micro_batch", "module", "kind", "ranks",
                                 "tensor", "also_in_phase"}) {

@@ -158,8 +158,8 @@ std::string diffResultToMarkdown(const DiffResult& r, const MarkdownOptions& opt
     for (const auto i : worstTensors(r, options.worstTensors)) {
         const auto& t = r.tensors[i];
         md << "| `" << cell(t.id.label()) << "` | " << statusName(t.status)
-           << (t.signatures.empty() ? "" : " (" + cell(t.signatures.front().summary) + ")")
-           << " | " << formatNumber(t.metrics.relError) << " | " << formatNumber(t.tolerance.value) << " | "
+           << (t.signatures.empty() ? "" : " (" + cell(t.signatures.front().summary) + ")") << " | "
+           << formatNumber(t.metrics.relError) << " | " << formatNumber(t.tolerance.value) << " | "
            << formatNumber(t.ratio) << " | " << t.tolerance.source << " | " << cell(t.placement)
            << " |\n";
     }

@@ -26,8 +26,8 @@ bool sameStep(const TensorResult& a, const TensorResult& b) {
 
 std::vector<int> carryingRanks(const TensorResult& t) {
     for (const auto& s : t.signatures) {
-        if (!s.ranks.empty() && (s.kind == SignatureKind::SliceLocal ||
-                                 s.kind == SignatureKind::ReplicasDisagree)) {
+        if (!s.ranks.empty() &&
+            (s.kind == SignatureKind::SliceLocal || s.kind == SignatureKind::ReplicasDisagree)) {
             return s.ranks;
         }
     }
@@ -121,8 +121,7 @@ void buildTimeline(DiffResult& r) {
     }
     r.firstDivergence.reset();
     if (!divergent.empty()) {
-        r.firstDivergence =
-            describeFirst(r, divergent, descend(r, divergent, divergent.front()));
+        r.firstDivergence = describeFirst(r, divergent, descend(r, divergent, divergent.front()));
     }
     // An invalid neighbour never takes the headline (its error means nothing), but a report
     // says when one comes first in time: the divergence may have started there.
