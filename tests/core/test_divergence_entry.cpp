@@ -4,6 +4,7 @@
 #include "ttrace/replay/divergence_entry.h"
 #include "ttrace/replay/localize_report.h"
 #include "ttrace/replay/localize_walk.h"
+#include "ttrace/verdict.h"
 
 #include <QtTest>
 
@@ -21,15 +22,14 @@ TensorResult tensor(const std::string& module, TensorKind kind, std::int64_t mb,
 }
 
 // The grad-accum-scale shape: forward clean, every gradient x2 from the loss's output
-// gradient on (the schedule forgot to divide by the micro-batch count).
+// gradient on (the schedule forgot to divide by the micro-batch count). Assembled as the diff
+// engine assembles a real diff (verdicts and the timeline the walk starts from).
 DiffResult scaledLossGradient(double lossOutputGradRatio) {
     DiffResult d;
     const std::vector<std::string> modules{"embedding", "layers.0", "output_layer", "loss"};
+    std::vector<ModuleInfo> infos;
     for (std::size_t i = 0; i < modules.size(); ++i) {
-        ModuleResult m;
-        m.name = modules[i];
-        m.order = static_cast<int>(i);
-        d.modules.push_back(m);
+        infos.push_back({modules[i], static_cast<int>(i), 0, "Module"});
         d.tensors.push_back(tensor(modules[i], TensorKind::ForwardOutput, 0, 0.1));
         d.tensors.push_back(tensor(modules[i], TensorKind::InputGrad, 0, 1e5));
         if (modules[i] != "loss") {
@@ -38,6 +38,7 @@ DiffResult scaledLossGradient(double lossOutputGradRatio) {
     }
     d.tensors.push_back(tensor("loss", TensorKind::OutputGrad, 1, lossOutputGradRatio));
     d.tensors.push_back(tensor("loss", TensorKind::OutputGrad, 0, lossOutputGradRatio));
+    assembleVerdicts(d, infos);
     return d;
 }
 
