@@ -58,6 +58,9 @@ struct Manifest {
     int microBatches = 1;
     std::vector<RankEntry> ranks;
     std::string producer;
+    // Built from the status records of a capture that never finished: no module table yet (a
+    // diff takes module order and depths from the reference's manifest).
+    bool unfinished = false;
     std::string created;
 
     [[nodiscard]] const ModuleInfo* findModule(const std::string& name) const;

@@ -45,7 +45,10 @@ bool describeFiles(std::ostringstream& key, const fs::path& dir) {
         std::error_code e;
         std::ostringstream line;
         line << files[i].filename().string() << " ";
-        const auto size = fs::is_regular_file(files[i], e) ? fs::file_size(files[i], e) : 0;
+        if (!fs::is_regular_file(files[i], e)) {
+            return; // a FIFO, device or directory: never read, and the pair is not cached
+        }
+        const auto size = fs::file_size(files[i], e);
         const auto crc = e ? std::nullopt : fileCrc32(files[i]);
         if (crc) {
             line << size << " crc32 " << std::hex << std::setw(8) << std::setfill('0') << *crc;

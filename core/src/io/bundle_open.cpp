@@ -88,6 +88,9 @@ void checkModules(const std::filesystem::path& dir, const Manifest& manifest,
         }
     }
     const auto where = (dir / "manifest.json").string();
+    if (manifest.unfinished) {
+        return; // an unfinished capture has no module table yet; the reference's is used
+    }
     if (manifest.modules.empty() && !index.empty()) {
         out.push_back(makeError("missing-modules", where,
                                 "manifest.json lists no modules, but the rank files hold "

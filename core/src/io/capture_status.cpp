@@ -150,8 +150,9 @@ std::set<CaptureStep> CaptureStatus::stepsDoneByAll() const {
         return {};
     }
     std::set<CaptureStep> common = ranks.begin()->second.stepsDone;
-    for (const auto& [rank, r] : ranks) {
-        std::erase_if(common, [&](const CaptureStep& s) { return !r.stepsDone.contains(s); });
+    for (const auto& entry : ranks) {
+        const auto& done = entry.second.stepsDone;
+        std::erase_if(common, [&](const CaptureStep& s) { return !done.contains(s); });
     }
     return common;
 }
@@ -246,6 +247,7 @@ PartialBundle openPartialBundle(const std::filesystem::path& dir, const Progress
     m.model = status->model;
     m.variants = status->variants;
     m.producer = "unfinished capture";
+    m.unfinished = true;
     for (const auto& [rank, r] : status->ranks) {
         RankEntry e;
         e.rank = rank;

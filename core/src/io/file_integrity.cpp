@@ -1,4 +1,5 @@
 #include "io/file_integrity.h"
+#include "io/regular_file.h"
 
 #include <zlib.h>
 
@@ -64,6 +65,10 @@ CrcMemo& crcMemo() {
 }
 
 std::optional<std::uint32_t> readCrc32(const std::filesystem::path& file) {
+    // Never open a FIFO or a device: the read would block or never end.
+    if (fileKind(file) != FileKind::Regular) {
+        return std::nullopt;
+    }
     std::ifstream in(file, std::ios::binary);
     if (!in) {
         return std::nullopt;

@@ -171,9 +171,16 @@ class Tracer:
             return uuid.uuid4().hex
         if self.rank == 0:
             clear_old_bundle(self.out_dir, 0, self.world_size, sole_owner=True)
-        box = [uuid.uuid4().hex if self.rank == 0 else None]
-        dist.broadcast_object_list(box, src=0)
-        return str(box[0])
+        # The id travels as 16 raw bytes (no pickle), on the device the backend needs.
+        device = (
+            torch.device("cuda", torch.cuda.current_device())
+            if dist.get_backend() == "nccl"
+            else torch.device("cpu")
+        )
+        raw = bytearray(uuid.uuid4().bytes if self.rank == 0 else bytes(16))
+        box = torch.frombuffer(raw, dtype=torch.uint8).to(device)
+        dist.broadcast(box, src=0)
+        return bytes(box.cpu().tolist()).hex()
 
     # --- the training loop's side -----------------------------------------------------------
 
