@@ -6,7 +6,6 @@ from __future__ import annotations
 import fnmatch
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -14,6 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests" / "localize"))
+from localize_e2e import ServingJob  # noqa: E402  (one serving-job lifecycle for tests and bench)
+
 ROUTING_FILE = "routing.pt"  # examples/gpt/routing_replay.py FILENAME, beside the bundle
 TTRACE = Path(os.environ.get("TTRACE_BIN", REPO / "build" / "bin" / "ttrace"))
 # Two layers keep a run to seconds on two cores; pipeline stages still get one layer each.
@@ -116,52 +118,16 @@ def run_candidate(
     return out
 
 
-class ServingCandidate:
-    """A candidate job that serves replays after its capture (TTRACE_SERVE=1, docs/localize.md)
-    against `ref`; its whole process group is killed on exit if it is still running."""
+class ServingCandidate(ServingJob):
+    """A zoo candidate that serves replays after its capture against `ref` (the process
+    lifecycle is the end-to-end test's `ServingJob`)."""
 
     def __init__(self, workdir: Path, cfg: Config, precision: str, seed: int, ref: Path,
                  *extra: str) -> None:  # fmt: skip
-        workdir.mkdir(parents=True, exist_ok=True)
-        self.bundle = workdir / "bundle"
-        self.endpoint = workdir / "endpoint"
-        self.token = workdir / "token"
-        self.endpoint.unlink(missing_ok=True)
-        self.log_path = workdir / "job.log"
-        self._log = self.log_path.open("w")
         args = candidate_args(cfg, precision, seed, *extra, ref=ref)
-        serve = {
-            "TTRACE_SERVE": "1",
-            "TTRACE_REFERENCE": str(ref),
-            "TTRACE_AGENT_ENDPOINT_FILE": str(self.endpoint),
-            "TTRACE_TOKEN_FILE": str(self.token),
-            "TTRACE_AGENT_IDLE": "600",
-        }
-        self.proc = subprocess.Popen(
-            train_command(self.bundle, cfg.nproc, *args), cwd=REPO, env=dict(_env(), **serve),
-            stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True,
-        )  # fmt: skip
-
-    def __enter__(self) -> ServingCandidate:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait(timeout=30)
-        self._log.close()
-
-    def wait_serving(self, timeout: float = 900) -> str:
-        """The agent's HOST:PORT once it listens; raises with the job's log if it exits."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.endpoint.exists() and self.endpoint.read_text().endswith("\n"):
-                return self.endpoint.read_text().strip()
-            if self.proc.poll() is not None:
-                tail = self.log_path.read_text()[-3000:]
-                raise RuntimeError(f"candidate exited with {self.proc.returncode}:\n{tail}")
-            time.sleep(0.2)
-        raise TimeoutError(f"candidate did not start serving in {timeout:.0f} s")
+        super().__init__(
+            workdir, ref, train_command(workdir / "bundle", cfg.nproc, *args), idle_s=600
+        )
 
 
 @dataclass

@@ -53,15 +53,61 @@ def make_reference(out: Path) -> None:
     subprocess.run(cmd, cwd=REPO, env=env(), check=True, capture_output=True, timeout=600)
 
 
-class ServingCandidate:
-    """The candidate job, serving after its capture; killed (whole process group) on exit."""
+class ServingJob:
+    """A job that serves replays after its capture (TTRACE_SERVE=1, docs/localize.md) against
+    `reference`: its bundle, endpoint and token files under `workdir`; its whole process group
+    is killed on exit if it is still running. `command(bundle)` is the job's command line."""
 
-    def __init__(self, workdir: Path, reference: Path, bugs: list[str]) -> None:
+    def __init__(self, workdir: Path, reference: Path, command: list[str], idle_s: int) -> None:
         workdir.mkdir(parents=True, exist_ok=True)
         self.bundle = workdir / "bundle"
         self.endpoint = workdir / "endpoint"
         self.token = workdir / "token"
-        self.log = (workdir / "job.log").open("w")
+        self.endpoint.unlink(missing_ok=True)
+        self.log_path = workdir / "job.log"
+        self._log = self.log_path.open("w")
+        serve = {
+            "TTRACE_SERVE": "1",
+            "TTRACE_REFERENCE": str(reference),
+            "TTRACE_AGENT_ENDPOINT_FILE": str(self.endpoint),
+            "TTRACE_TOKEN_FILE": str(self.token),
+            "TTRACE_AGENT_IDLE": str(idle_s),
+        }
+        self.proc = subprocess.Popen(
+            command,
+            cwd=REPO,
+            env=env(**serve),
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+    def __enter__(self) -> ServingJob:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(timeout=30)
+        self._log.close()
+
+    def wait_serving(self, timeout: float = 900) -> str:
+        """The agent's HOST:PORT once it listens; raises with the job's log if it exits."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.endpoint.exists() and self.endpoint.read_text().endswith("\n"):
+                return self.endpoint.read_text().strip()
+            if self.proc.poll() is not None:
+                tail = self.log_path.read_text()[-3000:]
+                raise RuntimeError(f"candidate exited with {self.proc.returncode}:\n{tail}")
+            time.sleep(0.2)
+        raise TimeoutError(f"candidate did not start serving in {timeout:.0f} s")
+
+
+class ServingCandidate(ServingJob):
+    """The end-to-end test's candidate (4 ranks, the demo's layout) with `bugs` injected."""
+
+    def __init__(self, workdir: Path, reference: Path, bugs: list[str]) -> None:
         inject = [arg for bug in bugs for arg in ("--inject", bug)]
         cmd = [
             sys.executable,
@@ -72,45 +118,12 @@ class ServingCandidate:
             "-m",
             "examples.gpt.train",
             "--out",
-            str(self.bundle),
+            str(workdir / "bundle"),
             *SMALL,
             *LAYOUT,
             *inject,
         ]
-        serve = {
-            "TTRACE_SERVE": "1",
-            "TTRACE_REFERENCE": str(reference),
-            "TTRACE_AGENT_ENDPOINT_FILE": str(self.endpoint),
-            "TTRACE_TOKEN_FILE": str(self.token),
-            "TTRACE_AGENT_IDLE": "300",
-        }
-        self.proc = subprocess.Popen(
-            cmd,
-            cwd=REPO,
-            env=env(**serve),
-            stdout=self.log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-
-    def __enter__(self) -> ServingCandidate:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait(timeout=30)
-        self.log.close()
-
-    def wait_serving(self, timeout: float = 400) -> str:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.endpoint.exists() and self.endpoint.read_text().endswith("\n"):
-                return self.endpoint.read_text().strip()
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"candidate exited with {self.proc.returncode}")
-            time.sleep(0.2)
-        raise TimeoutError("candidate did not start serving")
+        super().__init__(workdir, reference, cmd, idle_s=300)
 
 
 def replay_every_module(
@@ -181,7 +194,7 @@ def run_case(ttrace: Path, work: Path, reference: Path, name: str) -> list[str]:
     bugs, want_exit, want_guilty, want_phase = CASES[name]
     problems: list[str] = []
     with ServingCandidate(work / name, reference, bugs) as job:
-        address = job.wait_serving()
+        address = job.wait_serving(timeout=400)
         report = work / f"{name}.json"
         started = time.monotonic()
         extra = ["--no-cache", *([] if not bugs else ["--shutdown"])]
