@@ -3,6 +3,7 @@
 // (tree models, reports); they never recompute.
 #include "ttrace/bug_class.h"
 #include "ttrace/diagnostic.h"
+#include "ttrace/element_conditioning.h"
 #include "ttrace/histogram.h"
 #include "ttrace/metrics.h"
 #include "ttrace/placement.h"
@@ -58,6 +59,9 @@ struct TensorResult {
     InvalidReason invalid; // for invalid tensors
     std::vector<ShapeSignature> signatures; // the error's shape, for divergent tensors
     BugClassHint hint;                      // for divergent tensors; may be empty
+    // Optimizer-step tensors: the per-element conditioning of the tolerance and the elements
+    // that drive the ratio.
+    ElementConditioning conditioning;
 };
 
 enum class Origin { None, Introduced, Inherited };

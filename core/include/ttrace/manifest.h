@@ -1,6 +1,7 @@
 #pragma once
 // manifest.json of a bundle: run metadata and the list of rank files.
 #include "ttrace/diagnostic.h"
+#include "ttrace/optimizer_config.h"
 
 #include <cstdint>
 #include <filesystem>
@@ -62,6 +63,8 @@ struct Manifest {
     // diff takes module order and depths from the reference's manifest).
     bool unfinished = false;
     std::string created;
+    // The optimizer's hyper-parameters per step, when the capture could record them.
+    std::optional<OptimizerConfig> optimizer;
 
     [[nodiscard]] const ModuleInfo* findModule(const std::string& name) const;
 };

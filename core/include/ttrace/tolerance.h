@@ -26,6 +26,8 @@ struct ToleranceSettings {
     double floor = 0.0;                       // never tolerate less than this (0 = none)
     std::optional<double> global;             // --tolerance VALUE: replaces derived tolerances
     std::vector<ToleranceOverride> overrides; // later entries win
+    // Widen optimizer-step tolerances where the update is ill-conditioned (adam_conditioning.h).
+    bool optimizerConditioning = true;
 };
 
 struct Tolerance {

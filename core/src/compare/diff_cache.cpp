@@ -1,6 +1,7 @@
 #include "ttrace/diff_cache.h"
 
 #include "io/file_integrity.h"
+#include "ttrace/adam_conditioning.h"
 #include "ttrace/report_json.h"
 
 #include <tbb/parallel_for.h>
@@ -122,7 +123,8 @@ std::string diffCacheKey(const fs::path& reference, const fs::path& candidate,
     }
     const auto& t = options.tolerance;
     key << "k " << t.k << " c " << t.c << " safety " << t.safetyFactor << " floor " << t.floor
-        << " global " << (t.global ? std::to_string(*t.global) : "-") << "\n";
+        << " global " << (t.global ? std::to_string(*t.global) : "-") << " conditioning "
+        << optimizerConditioningEnabled(t) << "\n";
     for (const auto& o : t.overrides) {
         key << "override " << o.modulePattern << " "
             << (o.kind ? tensorKindName(*o.kind) : std::string_view("*")) << " " << o.value << "\n";

@@ -1,5 +1,6 @@
 #include "ttrace/diff_engine.h"
 
+#include "compare/optimizer_conditioning.h"
 #include "compare/pair_checks.h"
 #include "compare/tensor_comparison.h"
 #include "ttrace/capture_status.h"
@@ -96,14 +97,30 @@ void carryStateFloorsUpTo(ComparisonContext& ctx, std::int64_t iteration) {
         // A named reference, not a structured binding: clang before 16 cannot capture those.
         const auto& stateIds = entry.second;
         std::vector<std::optional<NoiseFloor>> floors(stateIds.size());
-        tbb::parallel_for(std::size_t{0}, stateIds.size(),
-                          [&](std::size_t i) { floors[i] = stateFloor(ctx, stateIds[i]); });
+        std::vector<AdamTensorTerms> terms(stateIds.size());
+        tbb::parallel_for(std::size_t{0}, stateIds.size(), [&](std::size_t i) {
+            floors[i] = stateFloor(ctx, stateIds[i]);
+            terms[i] = stateConditioning(ctx, stateIds[i]);
+        });
+        StateTerms next;
         for (std::size_t i = 0; i < stateIds.size(); ++i) {
             if (floors[i]) {
                 recordStateFloor(stateIds[i], *floors[i], ctx.carried);
             }
+            recordStateTerms(stateIds[i], std::move(terms[i].terms), next);
         }
+        ctx.carriedTerms = std::move(next);
     }
+}
+
+// The terms this iteration's state tensors leave to the next one (replacing the previous).
+void carryStateTerms(const std::vector<TensorId>& ids, std::size_t begin, std::size_t end,
+                     std::vector<TensorResult>& results, StateTerms& carried) {
+    StateTerms next;
+    for (std::size_t i = begin; i < end; ++i) {
+        recordStateTerms(ids[i], std::move(results[i].conditioning.terms), next);
+    }
+    carried = std::move(next);
 }
 
 } // namespace
@@ -126,7 +143,7 @@ DiffResult diffBundles(const Bundle& reference, const Bundle& candidate, const D
     s.referenceRanks = reference.manifest().worldSize;
     s.candidateRanks = candidate.manifest().worldSize;
 
-    ComparisonContext ctx{reference, candidate, options.tolerance, {}, 0, {}};
+    ComparisonContext ctx{reference, candidate, options.tolerance, {}, 0, {}, {}};
     for (const auto& v : reference.manifest().variants) {
         if (v != "nominal") {
             ctx.perturbedVariants.push_back(v);
@@ -158,6 +175,7 @@ DiffResult diffBundles(const Bundle& reference, const Bundle& candidate, const D
                                  ctx.carried);
             }
         }
+        carryStateTerms(ids, begin, end, result.tensors, ctx.carriedTerms);
         begin = end;
     }
     if (tracker.cancelled()) {

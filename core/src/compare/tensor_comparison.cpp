@@ -1,5 +1,7 @@
 #include "compare/tensor_comparison.h"
 
+#include "compare/optimizer_conditioning.h"
+
 #include "ttrace/bug_class.h"
 #include "ttrace/merge.h"
 #include "ttrace/shape_diagnosis.h"
@@ -195,7 +197,9 @@ TensorResult compareTensor(const ComparisonContext& ctx, const TensorId& id) {
     in.carried = carriedFor(ctx, id);
     r.tolerance = deriveTolerance(ctx.tolerance, in);
     r.metrics = computeMetrics(*ref.tensor, *cand.tensor);
-    r.ratio = toleranceRatio(r.metrics.relError, r.tolerance.value);
+    // Optimizer-step tensors: per-element tolerances where the update is ill-conditioned.
+    r.ratio =
+        toleranceRatio(conditionedError(ctx, *ref.tensor, *cand.tensor, r), r.tolerance.value);
     r.ratio = std::max(r.ratio, replicaRatio(r, *cand.tensor));
     r.status = verdictFor(r.ratio);
     if (r.status == Status::Divergent) {

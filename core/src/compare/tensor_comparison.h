@@ -1,6 +1,7 @@
 #pragma once
 // Compares one logical tensor of two bundles: merge both, measure the perturbed reference's
 // noise floor, derive the tolerance, compute metrics, histogram and verdict. Private to core.
+#include "ttrace/adam_conditioning.h"
 #include "ttrace/bundle.h"
 #include "ttrace/diff_result.h"
 #include "ttrace/tolerance.h"
@@ -17,6 +18,11 @@ namespace ttrace {
 // for the next step's state tensors to inherit (see carryFloor in tolerance.h).
 using StateFloors = std::map<std::tuple<std::string, TensorKind, std::string>, NoiseFloor>;
 
+// Per-element conditioning terms of the training state after one step, carried like the floors
+// (see compare/optimizer_conditioning.h).
+using StateTerms =
+    std::map<std::tuple<std::string, TensorKind, std::string>, std::vector<ConditioningTerm>>;
+
 struct ComparisonContext {
     const Bundle& reference;
     const Bundle& candidate;
@@ -24,6 +30,7 @@ struct ComparisonContext {
     std::vector<std::string> perturbedVariants; // reference variants other than nominal
     int maxDepth = 0;
     StateFloors carried; // from the previous iteration
+    StateTerms carriedTerms;
 };
 
 // Holds at most the two merged nominal tensors plus one perturbed variant at a time.

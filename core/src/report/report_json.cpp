@@ -111,6 +111,30 @@ void readFindings(const json& j, TensorResult& t) {
     }
 }
 
+json topElementsJson(const std::vector<ElementDetail>& elements) {
+    json out = json::array();
+    for (const auto& e : elements) {
+        out.push_back({{"index", e.index},
+                       {"error", num(e.error)},
+                       {"tolerance", num(e.tolerance)},
+                       {"conditioning", num(e.conditioning)}});
+    }
+    return out;
+}
+
+void readConditioning(const json& j, TensorResult& t) {
+    auto& c = t.conditioning;
+    const auto& tol = j.at("tolerance_detail");
+    c.relative = tol.contains("conditioning") ? num(tol.at("conditioning")) : 0.0;
+    c.conditionedError =
+        j.contains("conditioned_error") ? num(j.at("conditioned_error")) : t.metrics.relError;
+    c.illConditioned = j.value("ill_conditioned_elements", std::int64_t{0});
+    for (const auto& e : j.value("top_elements", json::array())) {
+        c.topElements.push_back(
+            {e.at("index"), num(e.at("error")), num(e.at("tolerance")), num(e.at("conditioning"))});
+    }
+}
+
 json toJson(const TensorResult& t) {
     const auto& m = t.metrics;
     json shards = json::array();
@@ -158,7 +182,11 @@ json toJson(const TensorResult& t) {
           {"carried_floor_mean", num(tol.carriedMean)},
           {"perturbed_samples", tol.perturbedSamples},
           {"depth", tol.depth},
-          {"eps", tol.eps}}},
+          {"eps", tol.eps},
+          {"conditioning", num(t.conditioning.relative)}}},
+        {"conditioned_error", num(t.conditioning.conditionedError)},
+        {"ill_conditioned_elements", t.conditioning.illConditioned},
+        {"top_elements", topElementsJson(t.conditioning.topElements)},
         {"histogram",
          {{"edges", t.histogram.edges},
           {"counts", t.histogram.counts},
@@ -233,6 +261,7 @@ TensorResult tensorFrom(const json& j) {
     t.tolerance.perturbedSamples = tol.at("perturbed_samples");
     t.tolerance.depth = tol.at("depth");
     t.tolerance.eps = tol.at("eps");
+    readConditioning(j, t);
     const auto& h = j.at("histogram");
     t.histogram.edges = h.at("edges").get<std::vector<double>>();
     t.histogram.counts = h.at("counts").get<std::vector<std::int64_t>>();

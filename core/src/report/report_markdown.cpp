@@ -109,6 +109,37 @@ std::string formatNumber(double value) {
     return buf;
 }
 
+namespace {
+
+// Optimizer-step tensors among the worst: how many elements are ill-conditioned and which
+// elements drive the ratio (docs/tolerance.md, "Optimizer-step conditioning").
+void appendConditioning(std::ostringstream& md, const DiffResult& r,
+                        const std::vector<std::size_t>& worst) {
+    bool any = false;
+    for (const auto i : worst) {
+        const auto& t = r.tensors[i];
+        if (t.conditioning.topElements.empty()) {
+            continue;
+        }
+        if (!any) {
+            md << "\nElements driving the ratio of optimizer-step tensors (error / element "
+                  "tolerance; the conditioning term widens an ill-conditioned element's "
+                  "tolerance):\n\n";
+            any = true;
+        }
+        md << "- `" << cell(t.id.label()) << "`: " << t.conditioning.illConditioned
+           << " ill-conditioned elements;";
+        for (const auto& e : t.conditioning.topElements) {
+            md << " [" << e.index << "] " << formatNumber(e.error) << " / "
+               << formatNumber(e.tolerance) << " (conditioning " << formatNumber(e.conditioning)
+               << ");";
+        }
+        md << "\n";
+    }
+}
+
+} // namespace
+
 std::string diffResultToMarkdown(const DiffResult& r, const MarkdownOptions& options) {
     const auto& s = r.summary;
     std::ostringstream md;
@@ -163,6 +194,7 @@ std::string diffResultToMarkdown(const DiffResult& r, const MarkdownOptions& opt
            << formatNumber(t.ratio) << " | " << t.tolerance.source << " | " << cell(t.placement)
            << " |\n";
     }
+    appendConditioning(md, r, worstTensors(r, options.worstTensors));
     appendInvalid(md, r);
     Diagnostics all = r.diagnostics;
     for (const auto& t : r.tensors) {

@@ -2,7 +2,9 @@
 reference; under torchrun, `--tp` ranks of tensor parallelism and the rest FSDP2 data
 parallelism over a `(dp_shard, tp)` mesh. `--bug tp` scales one tensor-parallel rank's
 row-parallel partial in `layers.0.feed_forward.w2`; `--bug fsdp` scales one data-parallel
-rank's gradient in the reduce-scatter of block 0."""
+rank's gradient in the reduce-scatter of block 0; `--bug lr` steps the last rank with a 1%
+larger learning rate (what the optimizer-step tolerances must still see). `--eps` sets
+AdamW's eps (bench/adam_eps_seeds.py sweeps it)."""
 
 from __future__ import annotations
 
@@ -20,14 +22,17 @@ from .reduction_bugs import break_fsdp_reduction
 from .titan_model import ModelArgs, Transformer
 from .titan_parallel import apply_fsdp, apply_tp, break_row_parallel, build_mesh
 
+LR_BUG_SCALE = 1.01
+
 
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", required=True)
     parser.add_argument("--tp", type=int, default=1)
     parser.add_argument("--loss-parallel", action="store_true")
-    parser.add_argument("--bug", choices=["none", "tp", "fsdp"], default="none")
+    parser.add_argument("--bug", choices=["none", "tp", "fsdp", "lr"], default="none")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--eps", type=float, default=1e-8)
     return parser.parse_args()
 
 
@@ -49,7 +54,8 @@ def main() -> None:
                 break_fsdp_reduction(model.layers["0"], "scale")
     dp_rank = rank // args.tp
     ttc.seeded_init(model, seed=args.seed)  # ttrace
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    lr = 1e-2 * (LR_BUG_SCALE if args.bug == "lr" and rank == world - 1 else 1.0)
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, eps=args.eps)
     role = "reference" if world == 1 else "candidate"  # ttrace
     tracer = ttc.Tracer(model, opt, args.out, role=role, perturbations=2 * (world == 1))  # ttrace
 

@@ -35,6 +35,9 @@ class Manifest:
     ranks: list[RankRecord]
     perturbation: dict[str, Any] | None = None
     model: str = ""
+    # The optimizer's hyper-parameters per captured step (Adam/AdamW only), for the diff's
+    # optimizer-step tolerances.
+    optimizer: dict[str, Any] | None = None
     producer: str = f"ttrace {__version__}"
     created: str = field(
         default_factory=lambda: datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -109,6 +112,7 @@ class Manifest:
             ],
             "iterations": [int(i) for i in self.iterations],
             "micro_batches": self.micro_batches,
+            **({"optimizer": self.optimizer} if self.optimizer is not None else {}),
             "ranks": [r.to_dict() for r in sorted(self.ranks, key=lambda r: r.rank)],
             "producer": self.producer,
             "created": self.created,
@@ -145,6 +149,7 @@ class Manifest:
             ranks=[RankRecord.from_dict(r) for r in data["ranks"]],
             perturbation=data.get("perturbation"),
             model=data.get("model", ""),
+            optimizer=data.get("optimizer"),
             producer=data.get("producer", ""),
             created=data.get("created", ""),
         )
@@ -164,6 +169,7 @@ def write_manifest(
     ranks: Sequence[RankRecord | Mapping[str, Any]],
     perturbation: Mapping[str, Any] | None = None,
     model: str = "",
+    optimizer: Mapping[str, Any] | None = None,
 ) -> Path:
     """Write ``<bundle_dir>/manifest.json`` (rank 0 calls this after gathering RankRecords).
 
@@ -181,5 +187,6 @@ def write_manifest(
         ranks=[r if isinstance(r, RankRecord) else RankRecord.from_dict(dict(r)) for r in ranks],
         perturbation=dict(perturbation) if perturbation is not None else None,
         model=model,
+        optimizer=dict(optimizer) if optimizer is not None else None,
     )
     return manifest.write(bundle_dir)

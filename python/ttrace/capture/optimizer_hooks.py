@@ -24,6 +24,7 @@ from ttrace.bundle import Placement
 from .capture_state import CaptureState
 from .dtensor_placement import dtensor_placement, is_dtensor
 from .module_hooks import ModuleHooks, to_host
+from .optimizer_config import OptimizerConfigRecorder
 from .optimizer_view import OWNED_ELSEWHERE, OptimizerView
 from .shard_math import flat_ranges_of_box
 
@@ -40,6 +41,8 @@ class OptimizerHooks:
         self.on_step = on_step
         self._original = optimizer.step
         self._reported: set[str] = set()
+        # The hyper-parameters of each captured step, for the manifest's `optimizer` section.
+        self.config = OptimizerConfigRecorder(optimizer, self._qualified_name)
 
         def step(*args: Any, **kwargs: Any) -> Any:
             self.before_step()
@@ -101,7 +104,16 @@ class OptimizerHooks:
         key = self.hooks._key(-1, mname, kind, prefix + pname)
         self.hooks.sink(key, local, placement, None)
 
+    def _qualified_name(self, p: torch.Tensor) -> str | None:
+        try:
+            _, mname, pname = self.hooks.param_name(p)
+        except KeyError:  # a tensor the model does not own (a main copy of a wrapper)
+            return None
+        return f"{mname}/{pname}"
+
     def after_step(self) -> None:
+        if self.state.in_step and self.state.wants(-1):
+            self.config.record(self.state.iteration)
         if self._active("param_after_step"):
             for p in self.hooks.owner:
                 self.hooks._guard(

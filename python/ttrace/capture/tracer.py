@@ -46,6 +46,7 @@ from .layout_note import LayoutNote
 from .module_hooks import ModuleHooks
 from .module_table import ModuleTable, merge_tables
 from .naming import canonical_names, unwrap
+from .optimizer_config import merge_sections
 from .optimizer_hooks import OptimizerHooks
 from .optimizer_snapshot import OptimizerSnapshot
 from .parallel_detect import resolve_parallel
@@ -366,6 +367,7 @@ class Tracer:
             self.state.max_mb,
             self.perturbation.manifest_entry(),
             error is None,
+            self.opt_hooks.config.section() if self.opt_hooks is not None else None,
         )
         if self._collective():
             gathered: list[Any] = [None] * self.world_size
@@ -409,6 +411,7 @@ class Tracer:
             ranks=[p[0] for p in gathered],
             perturbation=next((p[4] for p in gathered if p[4]), None),
             model=self.model_name,
+            optimizer=merge_sections([p[6] for p in gathered]),
         )
         remove_status_records(self.out_dir, self.world_size)
 
