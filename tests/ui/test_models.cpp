@@ -277,6 +277,24 @@ private slots:
         }
         const QString one = model.copyText({model.index(2, 0), model.index(2, 1)});
         QCOMPARE(one, QStringLiteral("Ratio\t50\n"));
+        QVERIFY(!all.contains(QLatin1String("Optimizer conditioning")));
+    }
+
+    void statsTableShowsTheElementsDrivingTheRatio() {
+        auto t = result("layers.1.mlp.fc2", TensorKind::ParamAfterStep, 0, -1, 0.9);
+        t.conditioning.illConditioned = 2;
+        t.conditioning.relative = 3e-4;
+        t.conditioning.conditionedError = 9e-7;
+        t.conditioning.topElements = {{17, 2e-5, 4e-5, 3.9e-5}, {3, 1e-8, 2e-8, 0.0}};
+        StatsTableModel model;
+        model.setTensor(t);
+        const QString all = model.copyText();
+        for (const char* needle :
+             {"Optimizer conditioning\t2 ill-conditioned elements; terms 3.00e-04 relative",
+              "Elements driving the ratio\t[17] 2.00e-05 / 4.00e-05 (conditioning 3.90e-05); "
+              "[3] 1.00e-08 / 2.00e-08 (conditioning 0)"}) {
+            QVERIFY2(all.contains(QLatin1String(needle)), qPrintable(all));
+        }
     }
 
     void markdownReportOfTheView() {

@@ -19,6 +19,29 @@ QString tr(const char* text) {
     return QCoreApplication::translate("StatsTableModel", text);
 }
 
+// Optimizer-step tensors: the conditioning of the update, and the elements driving the ratio
+// (docs/tolerance.md, "Optimizer-step conditioning").
+void addConditioningRows(const TensorResult& t, std::vector<std::pair<QString, QString>>& rows) {
+    const auto& c = t.conditioning;
+    if (c.illConditioned > 0 || c.relative > 0.0) {
+        rows.emplace_back(tr("Optimizer conditioning"),
+                          tr("%1 ill-conditioned elements; terms %2 relative; error with "
+                             "element tolerances %3")
+                              .arg(formatCount(c.illConditioned), formatScientific(c.relative),
+                                   formatScientific(c.conditionedError)));
+    }
+    QStringList top;
+    for (const auto& e : c.topElements) {
+        top << tr("[%1] %2 / %3 (conditioning %4)")
+                   .arg(e.index)
+                   .arg(formatScientific(e.error), formatScientific(e.tolerance),
+                        formatScientific(e.conditioning));
+    }
+    if (!top.isEmpty()) {
+        rows.emplace_back(tr("Elements driving the ratio"), top.join(QStringLiteral("; ")));
+    }
+}
+
 } // namespace
 
 std::vector<std::pair<QString, QString>> tensorStatsRows(const TensorResult& t) {
@@ -42,6 +65,7 @@ std::vector<std::pair<QString, QString>> tensorStatsRows(const TensorResult& t) 
                                                             formatScientific(tol.floorMean),
                                                             formatScientific(tol.floorSpread))
                                                  : tr("none (no perturbed reference variants)"));
+    addConditioningRows(t, rows);
     rows.emplace_back(tr("Max abs error"), formatScientific(m.maxAbsError));
     rows.emplace_back(tr("Cosine"), QString::number(m.cosine, 'f', 9));
     rows.emplace_back(
