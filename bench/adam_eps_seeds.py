@@ -32,6 +32,8 @@ STATE_KINDS = {"param_after_step", "optimizer_state", "parameter"}
 
 
 def seeds_of(text: str) -> list[int]:
+    if text in ("", "none"):
+        return []
     if "-" in text:
         lo, hi = text.split("-")
         return list(range(int(lo), int(hi) + 1))
