@@ -204,6 +204,10 @@ double conditionedError(const ComparisonContext& ctx, const FullTensor& ref, con
     if (r.id.kind != TensorKind::Parameter || !terms.terms.empty()) {
         c.topElements = topElements(ref, cand, base, terms.terms);
     }
+    c.illConditioned = terms.illConditioned;
+    if (terms.terms.empty()) {
+        return plain; // exactly the plain ratio where no element has a term
+    }
     double sumSq = (plain * refNorm) * (plain * refNorm);
     double termSq = 0.0;
     for (const auto& t : terms.terms) {
@@ -213,7 +217,6 @@ double conditionedError(const ComparisonContext& ctx, const FullTensor& ref, con
         sumSq += weighted * weighted - e * e;
         termSq += t.term * t.term;
     }
-    c.illConditioned = terms.illConditioned;
     c.relative = std::sqrt(termSq) / refNorm;
     c.conditionedError = std::sqrt(std::max(sumSq, 0.0)) / refNorm;
     c.terms = std::move(terms.terms);
