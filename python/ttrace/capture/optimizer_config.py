@@ -76,7 +76,10 @@ class OptimizerConfigRecorder:
         return True
 
     def record(self, iteration: int) -> None:
-        """After a step of `iteration`: the learning rate and step count of each group."""
+        """After a step of `iteration`: the learning rate and step count of each group (the
+        groups are described again: a program may add groups or change eps after the
+        optimizer was built)."""
+        self.supported = self._describe()
         if not self.supported:
             return
         entries = []
