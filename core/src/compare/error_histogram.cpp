@@ -1,3 +1,5 @@
+#include "compare/error_histogram.h"
+
 #include "ttrace/metrics.h"
 
 #include <tbb/blocked_range.h>
@@ -49,7 +51,9 @@ std::size_t decadeBin(double x) {
     return bin;
 }
 
-ErrorHistogram emptyHistogram() {
+} // namespace
+
+ErrorHistogram emptyErrorHistogram() {
     ErrorHistogram h;
     for (int e = kMinDecade; e <= kMaxDecade; ++e) {
         h.edges.push_back(std::pow(10.0, e));
@@ -66,7 +70,33 @@ void addHistograms(ErrorHistogram& a, const ErrorHistogram& b) {
     a.nonFinite += b.nonFinite;
 }
 
-} // namespace
+double addFiniteSquares(double sum, const double* ref, std::size_t count) {
+    for (std::size_t i = 0; i < count; ++i) {
+        sum += std::isfinite(ref[i]) ? ref[i] * ref[i] : 0.0;
+    }
+    return sum;
+}
+
+void addErrors(ErrorHistogram& h, const double* r, const double* c, std::size_t count,
+               double unit) {
+    for (std::size_t i = 0; i < count; ++i) {
+        const double err = std::abs(c[i] - r[i]);
+        if (std::isnan(err) || std::isinf(err)) {
+            const bool same = (std::isnan(r[i]) && std::isnan(c[i])) || r[i] == c[i];
+            same ? ++h.exactZero : ++h.nonFinite;
+            continue;
+        }
+        if (err == 0.0) {
+            ++h.exactZero;
+            continue;
+        }
+        if (!(unit > 0.0)) {
+            ++h.counts.back();
+            continue;
+        }
+        ++h.counts[decadeBin(err / unit)];
+    }
+}
 
 ErrorHistogram computeErrorHistogram(const FullTensor& reference, const FullTensor& candidate,
                                      double tolerance) {
@@ -75,37 +105,18 @@ ErrorHistogram computeErrorHistogram(const FullTensor& reference, const FullTens
     if (r.size() != c.size()) {
         throw std::invalid_argument("computeErrorHistogram: shapes differ");
     }
-    double sumSq = 0.0;
-    for (const double v : r) {
-        sumSq += std::isfinite(v) ? v * v : 0.0;
-    }
+    const double sumSq = addFiniteSquares(0.0, r.data(), r.size());
     const double rms = r.empty() ? 0.0 : std::sqrt(sumSq / static_cast<double>(r.size()));
     // One tolerance unit per element: the relative tolerance scaled by the reference's RMS
     // (so that a tensor whose every element sits at one unit has relError == tolerance).
     // With a zero RMS or an exact (zero) tolerance every nonzero error lands in the top bin.
     const double unit = tolerance * rms;
     auto body = [&](const tbb::blocked_range<std::size_t>& range, ErrorHistogram h) {
-        for (std::size_t i = range.begin(); i != range.end(); ++i) {
-            const double err = std::abs(c[i] - r[i]);
-            if (std::isnan(err) || std::isinf(err)) {
-                const bool same = (std::isnan(r[i]) && std::isnan(c[i])) || r[i] == c[i];
-                same ? ++h.exactZero : ++h.nonFinite;
-                continue;
-            }
-            if (err == 0.0) {
-                ++h.exactZero;
-                continue;
-            }
-            if (!(unit > 0.0)) {
-                ++h.counts.back();
-                continue;
-            }
-            ++h.counts[decadeBin(err / unit)];
-        }
+        addErrors(h, r.data() + range.begin(), c.data() + range.begin(), range.size(), unit);
         return h;
     };
     return tbb::parallel_reduce(tbb::blocked_range<std::size_t>(0, r.size(), kBlock),
-                                emptyHistogram(), body,
+                                emptyErrorHistogram(), body,
                                 [](ErrorHistogram a, const ErrorHistogram& b) {
                                     addHistograms(a, b);
                                     return a;

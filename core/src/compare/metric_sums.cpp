@@ -10,9 +10,7 @@
 namespace ttrace {
 namespace {
 
-// Elements per reduction block: large enough that Eigen's vectorized loops dominate the task
-// overhead, small enough that a 1M-element tensor still splits across all cores.
-constexpr std::size_t kBlock = 1 << 14;
+constexpr std::size_t kBlock = MetricSums::kParallelBlock;
 
 using ConstMap = Eigen::Map<const Eigen::ArrayXd>;
 

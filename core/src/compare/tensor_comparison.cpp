@@ -1,5 +1,7 @@
 #include "compare/tensor_comparison.h"
 
+#include "compare/clean_comparison.h"
+
 #include "ttrace/bug_class.h"
 #include "ttrace/merge.h"
 #include "ttrace/shape_diagnosis.h"
@@ -147,7 +149,23 @@ void recordStateFloor(const TensorId& id, const NoiseFloor& floor, StateFloors& 
     }
 }
 
-TensorResult compareTensor(const ComparisonContext& ctx, const TensorId& id) {
+Tolerance toleranceFor(const ComparisonContext& ctx, const TensorId& id, DType referenceDtype,
+                       std::optional<NoiseFloor> floor) {
+    ToleranceInput in;
+    in.module = id.module;
+    in.kind = id.kind;
+    // The reference's dtype decides exactness: an integer reference admits no round-off.
+    in.dtype = referenceDtype;
+    const auto* info = ctx.reference.manifest().findModule(id.module);
+    in.moduleDepth = info ? info->depth : 0;
+    in.maxDepth = ctx.maxDepth;
+    in.precision = ctx.reference.manifest().precision;
+    in.floor = floor;
+    in.carried = carriedFor(ctx, id);
+    return deriveTolerance(ctx.tolerance, in);
+}
+
+TensorResult compareTensor(const ComparisonContext& ctx, const TensorId& id, bool tryClean) {
     TensorResult r;
     r.id = id;
     const auto* refShards = ctx.reference.shards(id);
@@ -162,6 +180,9 @@ TensorResult compareTensor(const ComparisonContext& ctx, const TensorId& id) {
         r.findings.push_back(makeWarning(
             "missing-tensor", "tensor " + id.path(),
             std::string("only the ") + (refShards ? "reference" : "candidate") + " holds it"));
+        return r;
+    }
+    if (tryClean && compareClean(ctx, id, r)) {
         return r;
     }
     auto ref = mergeTensor(ctx.reference, id);
@@ -182,18 +203,8 @@ TensorResult compareTensor(const ComparisonContext& ctx, const TensorId& id) {
                                            shapeToString(cand.tensor->shape)));
         return r;
     }
-    ToleranceInput in;
-    in.module = id.module;
-    in.kind = id.kind;
-    // The reference's dtype decides exactness: an integer reference admits no round-off.
-    in.dtype = ref.tensor->dtype;
-    const auto* info = ctx.reference.manifest().findModule(id.module);
-    in.moduleDepth = info ? info->depth : 0;
-    in.maxDepth = ctx.maxDepth;
-    in.precision = ctx.reference.manifest().precision;
-    in.floor = measureFloor(ctx, id, *ref.tensor, r.findings);
-    in.carried = carriedFor(ctx, id);
-    r.tolerance = deriveTolerance(ctx.tolerance, in);
+    r.tolerance =
+        toleranceFor(ctx, id, ref.tensor->dtype, measureFloor(ctx, id, *ref.tensor, r.findings));
     r.metrics = computeMetrics(*ref.tensor, *cand.tensor);
     r.ratio = toleranceRatio(r.metrics.relError, r.tolerance.value);
     r.ratio = std::max(r.ratio, replicaRatio(r, *cand.tensor));
