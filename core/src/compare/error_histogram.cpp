@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
+#include <cstdint>
 #include <cmath>
 #include <stdexcept>
 
@@ -20,27 +22,39 @@ constexpr int kMaxDecade = 6;
 constexpr std::size_t kBins = kMaxDecade - kMinDecade;
 constexpr std::size_t kBlock = 1 << 14;
 
+// Edges: correctly rounded powers of ten, made once (a function-local static would cost a
+// guard check per element).
+const std::array<double, kBins + 1> kPowers = [] {
+    std::array<double, kBins + 1> p{};
+    for (int e = kMinDecade; e <= kMaxDecade; ++e) {
+        p[static_cast<std::size_t>(e - kMinDecade)] = std::pow(10.0, e);
+    }
+    return p;
+}();
+
+// floor(log2 x) of a normal x > 0, read from its exponent bits (what std::ilogb returns,
+// without the library call).
+int binaryExponent(double x) {
+    return static_cast<int>((std::bit_cast<std::uint64_t>(x) >> 52) & 0x7ff) - 1023;
+}
+
 // The decade bin of x > 0 without a transcendental call per element: the binary exponent
-// (std::ilogb, exact bit extraction) picks floor(log2 x); log10(2) * that is within one decade
-// of the answer, and one comparison against the exact power-of-ten edge settles it. Edges are
-// the same correctly rounded powers of ten as before, so bins are unchanged: an element lands
-// in bin i exactly when edges[i] <= x < edges[i+1] (clamped to the first and last bin).
+// picks floor(log2 x); log10(2) * that is within one decade of the answer, and one comparison
+// against the exact power-of-ten edge settles it. Edges are the same correctly rounded powers
+// of ten as before, so bins are unchanged: an element lands in bin i exactly when
+// edges[i] <= x < edges[i+1] (clamped to the first and last bin).
 std::size_t decadeBin(double x) {
-    static const auto kPowers = [] {
-        std::array<double, kBins + 1> p{};
-        for (int e = kMinDecade; e <= kMaxDecade; ++e) {
-            p[static_cast<std::size_t>(e - kMinDecade)] = std::pow(10.0, e);
-        }
-        return p;
-    }();
     if (!(x >= kPowers[1])) {
         return 0; // below 1e-5 (also below 1e-6): the first bin
     }
     if (x >= kPowers[kBins - 1]) {
         return kBins - 1; // 1e5 and above: the last bin
     }
-    // 0.30103 slightly exceeds log10(2) so the guess never overshoots by more than one.
-    const int guess = static_cast<int>(std::floor(std::ilogb(x) * 0.30103));
+    // x is in [1e-5, 1e5), a normal number. 30103 / 100000 slightly exceeds log10(2), so the
+    // guess (rounded toward minus infinity) never overshoots by more than one; the loops
+    // below correct it either way.
+    const int scaled = binaryExponent(x) * 30103;
+    const int guess = scaled >= 0 ? scaled / 100000 : -((-scaled + 99999) / 100000);
     auto bin = static_cast<std::size_t>(std::clamp(guess, kMinDecade, kMaxDecade - 1) - kMinDecade);
     while (bin + 1 < kBins && x >= kPowers[bin + 1]) {
         ++bin;
