@@ -1,10 +1,15 @@
 // Comparison metrics and the error histogram against hand-computed values.
 #include "ttrace/metrics.h"
 
+#include "compare/fused_sums.h"
+#include "compare/metrics_from_sums.h"
+
 #include <QtTest>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
+#include <random>
 
 using namespace ttrace;
 
@@ -37,6 +42,56 @@ FullTensor rowSplit(std::vector<double> values, Combine combine = Combine::Copy)
 }
 
 constexpr double kTight = 1e-15;
+
+// Bit-identical doubles (NaN equal to NaN).
+bool same(double a, double b) {
+    return std::memcmp(&a, &b, sizeof a) == 0;
+}
+
+bool sameHistogram(const ErrorHistogram& a, const ErrorHistogram& b) {
+    return a.edges == b.edges && a.counts == b.counts && a.exactZero == b.exactZero &&
+           a.nonFinite == b.nonFinite;
+}
+
+// A float32 tensor stored as bytes, and the same decoded as the element-wise path holds it.
+struct Stored {
+    std::vector<float> values;
+    std::span<const std::byte> bytes() const {
+        return std::as_bytes(std::span(values));
+    }
+    StoredTensor view() const { return {DType::Float32, bytes()}; }
+    std::vector<double> decoded() const { return {values.begin(), values.end()}; }
+};
+
+Stored noisy(const Stored& base, double scale, unsigned seed) {
+    std::mt19937 gen(seed);
+    std::normal_distribution<float> noise(0.0f, 1.0f);
+    Stored out = base;
+    for (auto& v : out.values) {
+        v = std::isfinite(v) ? v * (1.0f + static_cast<float>(scale) * noise(gen)) : v;
+    }
+    return out;
+}
+
+// Two column shards of a [rows, cols] tensor (runs of cols / 2 elements), as the element-wise
+// path holds them: each with its own decoded values.
+std::vector<DecodedShard> columnShards(const std::vector<double>& values, std::int64_t rows,
+                                       std::int64_t cols) {
+    std::vector<DecodedShard> shards;
+    for (int r = 0; r < 2; ++r) {
+        DecodedShard s;
+        s.rank = r;
+        s.localShape = {rows, cols / 2};
+        s.placement.globalShape = {rows, cols};
+        s.placement.boxes = {Box{{{0, 0, rows}, {0, r * cols / 2, cols / 2}}}};
+        forEachRun(s.placement, s.localShape, [&](std::int64_t, std::int64_t g, std::int64_t n) {
+            s.values.insert(s.values.end(), values.begin() + g, values.begin() + g + n);
+        });
+        shards.push_back(std::move(s));
+    }
+    return shards;
+}
+
 
 } // namespace
 
@@ -171,6 +226,81 @@ private slots:
         const auto h = computeErrorHistogram(tensor(ref), tensor(cand), 1.0);
         for (std::size_t i = 0; i < counts.size(); ++i) {
             QCOMPARE(h.counts[i], counts[i]);
+        }
+    }
+    void fusedSumsAreBitIdenticalToTheElementWisePath() {
+        // 300 x 202 elements: several reduction blocks, odd-length runs, the same non-finite
+        // values on both sides (blocks that take the scalar path), two perturbed variants.
+        const std::int64_t rows = 300, cols = 202;
+        Stored ref;
+        std::mt19937 gen(7);
+        std::normal_distribution<float> dist(0.0f, 2.0f);
+        for (std::int64_t i = 0; i < rows * cols; ++i) {
+            ref.values.push_back(dist(gen));
+        }
+        ref.values[5] = std::numeric_limits<float>::quiet_NaN();
+        ref.values[40000] = std::numeric_limits<float>::infinity();
+        Stored cand = noisy(ref, 1e-6, 1);
+        cand.values[123] = ref.values[123]; // exact zeros in the histogram
+        cand.values[124] = 0.0f;
+        const std::vector<Stored> variants{noisy(ref, 1e-7, 2), noisy(ref, 1e-7, 3)};
+
+        FullTensor r = tensor(ref.decoded());
+        FullTensor c = tensor(cand.decoded());
+        c.shards = columnShards(c.values, rows, cols);
+        const TensorMetrics expected = computeMetrics(r, c);
+        const double tolerance = 3e-6;
+        const ErrorHistogram expectedHist = computeErrorHistogram(r, c, tolerance);
+
+        std::vector<StoredTensor> views;
+        for (const auto& v : variants) {
+            views.push_back(v.view());
+        }
+        const TotalSums totals = totalSums(ref.view(), cand.view(), views);
+        const TensorMetrics m = metricsFromSums(totals.metrics);
+        QVERIFY(std::isfinite(m.relError) && m.relError > 0.0);
+        QVERIFY(same(m.relError, expected.relError));
+        QVERIFY(same(m.maxAbsError, expected.maxAbsError));
+        QVERIFY(same(m.cosine, expected.cosine));
+        QVERIFY(same(m.refNorm, expected.refNorm));
+        QVERIFY(same(m.candNorm, expected.candNorm));
+        QCOMPARE(m.elements, expected.elements);
+        QCOMPARE(m.nonFiniteMismatch, expected.nonFiniteMismatch);
+        QCOMPARE(m.refNaN + m.refInf + m.candNaN + m.candInf,
+                 expected.refNaN + expected.refInf + expected.candNaN + expected.candInf);
+        for (std::size_t v = 0; v < variants.size(); ++v) {
+            QVERIFY(same(relFromSums(totals.floors[v]),
+                         relativeError(variants[v].decoded(), r.values)));
+        }
+
+        const double unit = tolerance * finiteRms(ref.view());
+        std::vector<ShardBox> boxes;
+        for (const auto& s : c.shards) {
+            boxes.push_back({&s.placement, &s.localShape});
+        }
+        const ShardSums parts = shardSums(ref.view(), cand.view(), boxes, unit);
+        QVERIFY(sameHistogram(parts.histogram, expectedHist));
+        QCOMPARE(parts.shards.size(), expected.shards.size());
+        for (std::size_t s = 0; s < parts.shards.size(); ++s) {
+            const auto e = shardErrorFromSums(c.shards[s].rank, parts.shards[s]);
+            QVERIFY(same(e.relError, expected.shards[s].relError));
+            QCOMPARE(e.elements, expected.shards[s].elements);
+        }
+    }
+    void fusedHistogramOfASmallTensorMatches() {
+        // One block, errors spread over every decade, exact zeros and a zero tolerance unit.
+        Stored ref{{1.0f, 2.0f, 3.0f, 4.0f, 5.0f, 6.0f}};
+        Stored cand{{1.0f, 2.5f, 3.0f + 1e-6f, 40.0f, 5.0f, -6.0f}};
+        const FullTensor r = tensor(ref.decoded());
+        const FullTensor c = tensor(cand.decoded());
+        Placement whole;
+        whole.globalShape = {6};
+        whole.boxes = {Box{{{0, 0, 6}}}};
+        const Shape local{6};
+        for (const double tolerance : {1e-3, 0.0}) {
+            const double unit = tolerance * finiteRms(ref.view());
+            const auto parts = shardSums(ref.view(), cand.view(), {{&whole, &local}}, unit);
+            QVERIFY(sameHistogram(parts.histogram, computeErrorHistogram(r, c, tolerance)));
         }
     }
 };

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <span>
 #include <vector>
 
 namespace ttrace {
@@ -35,6 +36,15 @@ public:
     // Reads a shard's raw little-endian bytes. Throws BundleError naming file and dataset on
     // failure (a file that changed or vanished since opening).
     [[nodiscard]] std::vector<std::byte> readShard(const ShardRef& shard) const;
+
+    // Reads a shard's raw little-endian bytes into a caller's buffer, with no intermediate
+    // copy. Contiguous: `dst` holds exactly the shard (shard.bytes()). InTensor: `dst` is the
+    // whole logical tensor, row-major in the shard's dtype, and the bytes land where the
+    // shard's placement puts them; the placement must be one box (or flat range) covering all
+    // of the shard's local data (placesDirectly). Throws BundleError on a wrong size or
+    // placement, or as readShard does.
+    enum class Target { Contiguous, InTensor };
+    void readShardInto(const ShardRef& shard, std::span<std::byte> dst, Target target) const;
 
 private:
     std::filesystem::path dir_;

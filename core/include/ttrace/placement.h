@@ -59,6 +59,10 @@ std::optional<std::string> checkPlacement(const Placement& placement, const Shap
 // problem, as opposed to a malformed placement).
 bool withinGlobalShape(const Placement& placement);
 
+// Whether the placement maps the whole local tensor, in order, to one box (or one flat range)
+// of the logical tensor: then the shard can be read straight into its place.
+bool placesDirectly(const Placement& placement, const Shape& localShape);
+
 // Calls fn(localFlatIndex, globalFlatIndex, count) for each contiguous run of elements the
 // placement maps (row-major). Runs let callers copy whole rows instead of single elements.
 // The placement must have passed checkPlacement.

@@ -1,3 +1,5 @@
+#include "compare/error_histogram.h"
+
 #include "ttrace/metrics.h"
 
 #include <tbb/blocked_range.h>
@@ -5,6 +7,8 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
+#include <cstdint>
 #include <cmath>
 #include <stdexcept>
 
@@ -18,27 +22,39 @@ constexpr int kMaxDecade = 6;
 constexpr std::size_t kBins = kMaxDecade - kMinDecade;
 constexpr std::size_t kBlock = 1 << 14;
 
+// Edges: correctly rounded powers of ten, made once (a function-local static would cost a
+// guard check per element).
+const std::array<double, kBins + 1> kPowers = [] {
+    std::array<double, kBins + 1> p{};
+    for (int e = kMinDecade; e <= kMaxDecade; ++e) {
+        p[static_cast<std::size_t>(e - kMinDecade)] = std::pow(10.0, e);
+    }
+    return p;
+}();
+
+// floor(log2 x) of a normal x > 0, read from its exponent bits (what std::ilogb returns,
+// without the library call).
+int binaryExponent(double x) {
+    return static_cast<int>((std::bit_cast<std::uint64_t>(x) >> 52) & 0x7ff) - 1023;
+}
+
 // The decade bin of x > 0 without a transcendental call per element: the binary exponent
-// (std::ilogb, exact bit extraction) picks floor(log2 x); log10(2) * that is within one decade
-// of the answer, and one comparison against the exact power-of-ten edge settles it. Edges are
-// the same correctly rounded powers of ten as before, so bins are unchanged: an element lands
-// in bin i exactly when edges[i] <= x < edges[i+1] (clamped to the first and last bin).
+// picks floor(log2 x); log10(2) * that is within one decade of the answer, and one comparison
+// against the exact power-of-ten edge settles it. Edges are the same correctly rounded powers
+// of ten as before, so bins are unchanged: an element lands in bin i exactly when
+// edges[i] <= x < edges[i+1] (clamped to the first and last bin).
 std::size_t decadeBin(double x) {
-    static const auto kPowers = [] {
-        std::array<double, kBins + 1> p{};
-        for (int e = kMinDecade; e <= kMaxDecade; ++e) {
-            p[static_cast<std::size_t>(e - kMinDecade)] = std::pow(10.0, e);
-        }
-        return p;
-    }();
     if (!(x >= kPowers[1])) {
         return 0; // below 1e-5 (also below 1e-6): the first bin
     }
     if (x >= kPowers[kBins - 1]) {
         return kBins - 1; // 1e5 and above: the last bin
     }
-    // 0.30103 slightly exceeds log10(2) so the guess never overshoots by more than one.
-    const int guess = static_cast<int>(std::floor(std::ilogb(x) * 0.30103));
+    // x is in [1e-5, 1e5), a normal number. 30103 / 100000 slightly exceeds log10(2), so the
+    // guess (rounded toward minus infinity) never overshoots by more than one; the loops
+    // below correct it either way.
+    const int scaled = binaryExponent(x) * 30103;
+    const int guess = scaled >= 0 ? scaled / 100000 : -((-scaled + 99999) / 100000);
     auto bin = static_cast<std::size_t>(std::clamp(guess, kMinDecade, kMaxDecade - 1) - kMinDecade);
     while (bin + 1 < kBins && x >= kPowers[bin + 1]) {
         ++bin;
@@ -49,7 +65,9 @@ std::size_t decadeBin(double x) {
     return bin;
 }
 
-ErrorHistogram emptyHistogram() {
+} // namespace
+
+ErrorHistogram emptyErrorHistogram() {
     ErrorHistogram h;
     for (int e = kMinDecade; e <= kMaxDecade; ++e) {
         h.edges.push_back(std::pow(10.0, e));
@@ -66,7 +84,33 @@ void addHistograms(ErrorHistogram& a, const ErrorHistogram& b) {
     a.nonFinite += b.nonFinite;
 }
 
-} // namespace
+double addFiniteSquares(double sum, const double* ref, std::size_t count) {
+    for (std::size_t i = 0; i < count; ++i) {
+        sum += std::isfinite(ref[i]) ? ref[i] * ref[i] : 0.0;
+    }
+    return sum;
+}
+
+void addErrors(ErrorHistogram& h, const double* r, const double* c, std::size_t count,
+               double unit) {
+    for (std::size_t i = 0; i < count; ++i) {
+        const double err = std::abs(c[i] - r[i]);
+        if (std::isnan(err) || std::isinf(err)) {
+            const bool same = (std::isnan(r[i]) && std::isnan(c[i])) || r[i] == c[i];
+            same ? ++h.exactZero : ++h.nonFinite;
+            continue;
+        }
+        if (err == 0.0) {
+            ++h.exactZero;
+            continue;
+        }
+        if (!(unit > 0.0)) {
+            ++h.counts.back();
+            continue;
+        }
+        ++h.counts[decadeBin(err / unit)];
+    }
+}
 
 ErrorHistogram computeErrorHistogram(const FullTensor& reference, const FullTensor& candidate,
                                      double tolerance) {
@@ -75,37 +119,18 @@ ErrorHistogram computeErrorHistogram(const FullTensor& reference, const FullTens
     if (r.size() != c.size()) {
         throw std::invalid_argument("computeErrorHistogram: shapes differ");
     }
-    double sumSq = 0.0;
-    for (const double v : r) {
-        sumSq += std::isfinite(v) ? v * v : 0.0;
-    }
+    const double sumSq = addFiniteSquares(0.0, r.data(), r.size());
     const double rms = r.empty() ? 0.0 : std::sqrt(sumSq / static_cast<double>(r.size()));
     // One tolerance unit per element: the relative tolerance scaled by the reference's RMS
     // (so that a tensor whose every element sits at one unit has relError == tolerance).
     // With a zero RMS or an exact (zero) tolerance every nonzero error lands in the top bin.
     const double unit = tolerance * rms;
     auto body = [&](const tbb::blocked_range<std::size_t>& range, ErrorHistogram h) {
-        for (std::size_t i = range.begin(); i != range.end(); ++i) {
-            const double err = std::abs(c[i] - r[i]);
-            if (std::isnan(err) || std::isinf(err)) {
-                const bool same = (std::isnan(r[i]) && std::isnan(c[i])) || r[i] == c[i];
-                same ? ++h.exactZero : ++h.nonFinite;
-                continue;
-            }
-            if (err == 0.0) {
-                ++h.exactZero;
-                continue;
-            }
-            if (!(unit > 0.0)) {
-                ++h.counts.back();
-                continue;
-            }
-            ++h.counts[decadeBin(err / unit)];
-        }
+        addErrors(h, r.data() + range.begin(), c.data() + range.begin(), range.size(), unit);
         return h;
     };
     return tbb::parallel_reduce(tbb::blocked_range<std::size_t>(0, r.size(), kBlock),
-                                emptyHistogram(), body,
+                                emptyErrorHistogram(), body,
                                 [](ErrorHistogram a, const ErrorHistogram& b) {
                                     addHistograms(a, b);
                                     return a;

@@ -7,6 +7,10 @@
 namespace ttrace {
 
 struct MetricSums {
+    // Elements per block of `parallel`: large enough that Eigen's vectorized loops dominate the
+    // task overhead, small enough that a 1M-element tensor still splits across all cores.
+    static constexpr std::size_t kParallelBlock = std::size_t{1} << 14;
+
     double sumSqDiff = 0.0; // sum (c - r)^2 over elements finite on both sides
     double sumSqRef = 0.0;
     double sumSqCand = 0.0;

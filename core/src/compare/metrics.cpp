@@ -1,6 +1,6 @@
 #include "ttrace/metrics.h"
 
-#include "compare/metric_sums.h"
+#include "compare/metrics_from_sums.h"
 
 #include <algorithm>
 #include <cmath>
@@ -9,17 +9,6 @@
 
 namespace ttrace {
 namespace {
-
-double relFromSums(const MetricSums& s) {
-    if (s.nonFiniteMismatch > 0) {
-        return std::numeric_limits<double>::infinity();
-    }
-    const double diff = std::sqrt(s.sumSqDiff);
-    const double ref = std::sqrt(s.sumSqRef);
-    // An all-zero reference has no scale to be relative to: the absolute error is the only
-    // meaningful number (zero when the candidate is zero too).
-    return ref > 0.0 ? diff / ref : diff;
-}
 
 // Per-rank error: for copy and replica shards the shard's *own* values are compared, so a
 // replica that disagrees shows its own error; a partial sum has no meaning on its own, so
@@ -33,28 +22,31 @@ ShardError shardError(const DecodedShard& shard, const std::vector<double>& ref,
                    const double* c = own ? shard.values.data() + local : merged.data() + global;
                    sums.addRun(ref.data() + global, c, count);
                });
+    return shardErrorFromSums(shard.rank, sums);
+}
+
+} // namespace
+
+double relFromSums(const MetricSums& s) {
+    if (s.nonFiniteMismatch > 0) {
+        return std::numeric_limits<double>::infinity();
+    }
+    const double diff = std::sqrt(s.sumSqDiff);
+    const double ref = std::sqrt(s.sumSqRef);
+    // An all-zero reference has no scale to be relative to: the absolute error is the only
+    // meaningful number (zero when the candidate is zero too).
+    return ref > 0.0 ? diff / ref : diff;
+}
+
+ShardError shardErrorFromSums(int rank, const MetricSums& sums) {
     ShardError e;
-    e.rank = shard.rank;
+    e.rank = rank;
     e.elements = sums.elements;
     e.relError = relFromSums(sums);
     return e;
 }
 
-} // namespace
-
-double relativeError(const std::vector<double>& a, const std::vector<double>& b) {
-    if (a.size() != b.size()) {
-        throw std::invalid_argument("relativeError: sizes differ");
-    }
-    return relFromSums(MetricSums::parallel(b.data(), a.data(), b.size()));
-}
-
-TensorMetrics computeMetrics(const FullTensor& reference, const FullTensor& candidate) {
-    if (reference.values.size() != candidate.values.size()) {
-        throw std::invalid_argument("computeMetrics: shapes differ");
-    }
-    const MetricSums s = MetricSums::parallel(reference.values.data(), candidate.values.data(),
-                                              reference.values.size());
+TensorMetrics metricsFromSums(const MetricSums& s) {
     TensorMetrics m;
     m.elements = s.elements;
     m.relError = relFromSums(s);
@@ -72,6 +64,22 @@ TensorMetrics computeMetrics(const FullTensor& reference, const FullTensor& cand
     m.candNaN = s.candNaN;
     m.candInf = s.candInf;
     m.nonFiniteMismatch = s.nonFiniteMismatch;
+    return m;
+}
+
+double relativeError(const std::vector<double>& a, const std::vector<double>& b) {
+    if (a.size() != b.size()) {
+        throw std::invalid_argument("relativeError: sizes differ");
+    }
+    return relFromSums(MetricSums::parallel(b.data(), a.data(), b.size()));
+}
+
+TensorMetrics computeMetrics(const FullTensor& reference, const FullTensor& candidate) {
+    if (reference.values.size() != candidate.values.size()) {
+        throw std::invalid_argument("computeMetrics: shapes differ");
+    }
+    TensorMetrics m = metricsFromSums(MetricSums::parallel(
+        reference.values.data(), candidate.values.data(), reference.values.size()));
     for (const auto& shard : candidate.shards) {
         m.shards.push_back(shardError(shard, reference.values, candidate.values));
     }

@@ -172,6 +172,11 @@ std::vector<ElementDetail> topElements(const FullTensor& ref, const FullTensor& 
 
 } // namespace
 
+bool hasOptimizerConditioning(const ComparisonContext& ctx, const TensorId& id) {
+    return isStateKind(id.kind) && optimizerConditioningEnabled(ctx.tolerance) &&
+           ctx.reference.manifest().optimizer.has_value();
+}
+
 AdamTensorTerms stateConditioning(const ComparisonContext& ctx, const TensorId& id) {
     if (!isStateKind(id.kind) || !optimizerConditioningEnabled(ctx.tolerance) ||
         !ctx.reference.manifest().optimizer) {

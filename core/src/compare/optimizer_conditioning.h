@@ -12,6 +12,10 @@
 
 namespace ttrace {
 
+// Whether `id` is a training-state tensor whose comparison may carry conditioning terms and
+// top elements: those are compared element-wise, never by the clean fast path.
+bool hasOptimizerConditioning(const ComparisonContext& ctx, const TensorId& id);
+
 // The terms of a reference state tensor (the step's own, combined with those the state carried
 // from the previous step); reference only. Empty when the manifest has no optimizer section,
 // the gradient was not captured, or the conditioning is switched off.

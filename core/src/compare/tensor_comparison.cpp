@@ -1,11 +1,12 @@
 #include "compare/tensor_comparison.h"
 
+#include "compare/clean_comparison.h"
 #include "compare/optimizer_conditioning.h"
 
 #include "ttrace/bug_class.h"
 #include "ttrace/merge.h"
-#include "ttrace/shape_diagnosis.h"
 #include "ttrace/metrics.h"
+#include "ttrace/shape_diagnosis.h"
 #include "ttrace/verdict.h"
 
 #include <algorithm>
@@ -149,7 +150,23 @@ void recordStateFloor(const TensorId& id, const NoiseFloor& floor, StateFloors& 
     }
 }
 
-TensorResult compareTensor(const ComparisonContext& ctx, const TensorId& id) {
+Tolerance toleranceFor(const ComparisonContext& ctx, const TensorId& id, DType referenceDtype,
+                       std::optional<NoiseFloor> floor) {
+    ToleranceInput in;
+    in.module = id.module;
+    in.kind = id.kind;
+    // The reference's dtype decides exactness: an integer reference admits no round-off.
+    in.dtype = referenceDtype;
+    const auto* info = ctx.reference.manifest().findModule(id.module);
+    in.moduleDepth = info ? info->depth : 0;
+    in.maxDepth = ctx.maxDepth;
+    in.precision = ctx.reference.manifest().precision;
+    in.floor = floor;
+    in.carried = carriedFor(ctx, id);
+    return deriveTolerance(ctx.tolerance, in);
+}
+
+TensorResult compareTensor(const ComparisonContext& ctx, const TensorId& id, bool tryClean) {
     TensorResult r;
     r.id = id;
     const auto* refShards = ctx.reference.shards(id);
@@ -164,6 +181,9 @@ TensorResult compareTensor(const ComparisonContext& ctx, const TensorId& id) {
         r.findings.push_back(makeWarning(
             "missing-tensor", "tensor " + id.path(),
             std::string("only the ") + (refShards ? "reference" : "candidate") + " holds it"));
+        return r;
+    }
+    if (tryClean && !hasOptimizerConditioning(ctx, id) && compareClean(ctx, id, r)) {
         return r;
     }
     auto ref = mergeTensor(ctx.reference, id);
@@ -184,18 +204,8 @@ TensorResult compareTensor(const ComparisonContext& ctx, const TensorId& id) {
                                            shapeToString(cand.tensor->shape)));
         return r;
     }
-    ToleranceInput in;
-    in.module = id.module;
-    in.kind = id.kind;
-    // The reference's dtype decides exactness: an integer reference admits no round-off.
-    in.dtype = ref.tensor->dtype;
-    const auto* info = ctx.reference.manifest().findModule(id.module);
-    in.moduleDepth = info ? info->depth : 0;
-    in.maxDepth = ctx.maxDepth;
-    in.precision = ctx.reference.manifest().precision;
-    in.floor = measureFloor(ctx, id, *ref.tensor, r.findings);
-    in.carried = carriedFor(ctx, id);
-    r.tolerance = deriveTolerance(ctx.tolerance, in);
+    r.tolerance =
+        toleranceFor(ctx, id, ref.tensor->dtype, measureFloor(ctx, id, *ref.tensor, r.findings));
     r.metrics = computeMetrics(*ref.tensor, *cand.tensor);
     // Optimizer-step tensors: per-element tolerances where the update is ill-conditioned.
     r.ratio =

@@ -33,8 +33,17 @@ struct ComparisonContext {
     StateTerms carriedTerms;
 };
 
-// Holds at most the two merged nominal tensors plus one perturbed variant at a time.
-TensorResult compareTensor(const ComparisonContext& context, const TensorId& id);
+// Holds at most the two merged nominal tensors plus one perturbed variant at a time (the
+// element-wise path; the clean path of clean_comparison.h holds the perturbed variants too,
+// in their stored dtype). Tries compareClean first unless `tryClean` is false (tests compare
+// the two paths).
+TensorResult compareTensor(const ComparisonContext& context, const TensorId& id,
+                           bool tryClean = true);
+
+// The tolerance of a tensor whose reference is stored as `referenceDtype`, given the noise
+// floor measured from its perturbed variants (if any).
+Tolerance toleranceFor(const ComparisonContext& context, const TensorId& id,
+                       DType referenceDtype, std::optional<NoiseFloor> floor);
 
 // The effective floor of a reference state tensor alone (no candidate needed): used to carry
 // floors through iterations a filtered diff does not compare.

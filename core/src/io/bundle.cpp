@@ -6,6 +6,7 @@
 
 #include <map>
 #include <utility>
+#include <vector>
 
 namespace ttrace {
 
@@ -54,7 +55,51 @@ std::filesystem::path Bundle::rankFile(int rank) const {
 }
 
 std::vector<std::byte> Bundle::readShard(const ShardRef& shard) const {
+    std::vector<std::byte> raw(static_cast<std::size_t>(shard.bytes()));
+    readShardInto(shard, raw, Target::Contiguous);
+    return raw;
+}
+
+namespace {
+
+// The memory dataspace that puts a shard where its one box (or flat range) lies in the
+// logical tensor; checked by the caller with placesDirectly.
+h5::Dataspace placedSpace(const ShardRef& shard) {
+    const auto& p = shard.placement;
+    std::vector<hsize_t> dims, start, count;
+    if (p.kind == PlacementKind::Flat) {
+        dims.push_back(static_cast<hsize_t>(elementCount(p.globalShape)));
+        start.push_back(static_cast<hsize_t>(p.ranges.front().globalOffset));
+        count.push_back(static_cast<hsize_t>(p.ranges.front().length));
+    } else {
+        for (std::size_t d = 0; d < p.globalShape.size(); ++d) {
+            dims.push_back(static_cast<hsize_t>(p.globalShape[d]));
+            start.push_back(static_cast<hsize_t>(p.boxes.front().dims[d].globalStart));
+            count.push_back(static_cast<hsize_t>(p.boxes.front().dims[d].length));
+        }
+    }
+    h5::Dataspace space(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr));
+    if (space && H5Sselect_hyperslab(space.get(), H5S_SELECT_SET, start.data(), nullptr,
+                                     count.data(), nullptr) < 0) {
+        return h5::Dataspace(-1);
+    }
+    return space;
+}
+
+} // namespace
+
+void Bundle::readShardInto(const ShardRef& shard, std::span<std::byte> dst, Target target) const {
     const auto file = rankFile(shard.rank);
+    const auto esize = static_cast<std::int64_t>(dtypeSize(shard.dtype));
+    const bool placed = target == Target::InTensor && !shard.localShape.empty();
+    const std::int64_t want =
+        target == Target::Contiguous ? shard.bytes()
+                                     : elementCount(shard.placement.globalShape) * esize;
+    if (static_cast<std::int64_t>(dst.size()) != want ||
+        (target == Target::InTensor && !placesDirectly(shard.placement, shard.localShape))) {
+        throw BundleError(file.string() + ": " + shard.datasetPath +
+                          " does not fit the buffer it is read into");
+    }
     const std::lock_guard lock(h5::apiMutex());
     h5::silenceErrorPrinting();
     const hid_t handle = files_->get(file);
@@ -67,13 +112,18 @@ std::vector<std::byte> Bundle::readShard(const ShardRef& shard) const {
         throw BundleError(file.string() + ": dataset " + shard.datasetPath +
                           " vanished: " + h5::lastErrorMessage());
     }
-    std::vector<std::byte> raw(static_cast<std::size_t>(shard.bytes()));
-    if (!raw.empty() && H5Dread(dataset.get(), memoryTypeFor(shard.dtype), H5S_ALL, H5S_ALL,
-                                H5P_DEFAULT, raw.data()) < 0) {
+    if (shard.bytes() == 0) {
+        return;
+    }
+    // Scalars and contiguous reads need no selection; a placed read selects the shard's box
+    // in a memory space of the logical tensor's shape.
+    const h5::Dataspace memory = placed ? placedSpace(shard) : h5::Dataspace();
+    const hid_t memorySpace = placed ? memory.get() : H5S_ALL;
+    if ((placed && !memory) || H5Dread(dataset.get(), memoryTypeFor(shard.dtype), memorySpace,
+                                       H5S_ALL, H5P_DEFAULT, dst.data()) < 0) {
         throw BundleError(file.string() + ": reading " + shard.datasetPath +
                           " failed: " + h5::lastErrorMessage() + " (truncated file?)");
     }
-    return raw;
 }
 
 } // namespace ttrace

@@ -1,18 +1,28 @@
 #include "io/file_integrity.h"
 #include "io/regular_file.h"
 
+#include <tbb/enumerable_thread_specific.h>
+#include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
 #include <zlib.h>
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdio>
-#include <fstream>
+#include <atomic>
+#include <algorithm>
 #include <map>
 #include <mutex>
 #include <vector>
 
 namespace ttrace {
 namespace {
+
+// Pieces checksummed in parallel: large enough that a read is one long sequential transfer,
+// small enough that a few-hundred-megabyte rank file spreads over every core.
+constexpr std::size_t kCrcPiece = std::size_t{8} << 20;
 
 // What the kernel says about a file: inode, size, modification and change times. The change
 // time (ctime) cannot be set by a user (os.utime restores mtime, not ctime), so a file whose
@@ -64,26 +74,70 @@ CrcMemo& crcMemo() {
     return memo;
 }
 
-std::optional<std::uint32_t> readCrc32(const std::filesystem::path& file) {
-    // Never open a FIFO or a device: the read would block or never end.
-    if (fileKind(file) != FileKind::Regular) {
-        return std::nullopt;
-    }
-    std::ifstream in(file, std::ios::binary);
-    if (!in) {
-        return std::nullopt;
-    }
-    std::vector<char> buffer(std::size_t{1} << 22);
-    uLong crc = crc32(0L, Z_NULL, 0);
-    while (in) {
-        in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
-        const auto got = in.gcount();
-        if (got > 0) {
-            crc = crc32(crc, reinterpret_cast<const Bytef*>(buffer.data()), static_cast<uInt>(got));
+// An open file descriptor, closed on scope exit.
+class Fd {
+public:
+    explicit Fd(const std::filesystem::path& file)
+        : fd_(::open(file.c_str(), O_RDONLY | O_CLOEXEC)) {}
+    ~Fd() {
+        if (fd_ >= 0) {
+            ::close(fd_);
         }
     }
-    if (in.bad()) {
+    Fd(const Fd&) = delete;
+    Fd& operator=(const Fd&) = delete;
+    [[nodiscard]] int get() const { return fd_; }
+
+private:
+    int fd_ = -1;
+};
+
+// CRC-32 of bytes [offset, offset + length) of the file; nothing when fewer can be read.
+std::optional<uLong> pieceCrc(int fd, off_t offset, std::size_t length, std::vector<Bytef>& buf) {
+    buf.resize(length);
+    std::size_t got = 0;
+    while (got < length) {
+        const auto n =
+            ::pread(fd, buf.data() + got, length - got, offset + static_cast<off_t>(got));
+        if (n <= 0) {
+            return std::nullopt; // an error, or the file shrank while being read
+        }
+        got += static_cast<std::size_t>(n);
+    }
+    return crc32(crc32(0L, Z_NULL, 0), buf.data(), static_cast<uInt>(length));
+}
+
+std::optional<std::uint32_t> readCrc32(const std::filesystem::path& file, std::size_t piece) {
+    // Never open a FIFO or a device: the read would block or never end.
+    if (fileKind(file) != FileKind::Regular || piece == 0) {
         return std::nullopt;
+    }
+    const Fd fd(file);
+    struct stat st {};
+    if (fd.get() < 0 || ::fstat(fd.get(), &st) != 0) {
+        return std::nullopt;
+    }
+    const auto size = static_cast<std::size_t>(st.st_size);
+    const std::size_t pieces = (size + piece - 1) / piece;
+    std::vector<uLong> crcs(pieces);
+    std::atomic<bool> failed{false};
+    tbb::enumerable_thread_specific<std::vector<Bytef>> buffers;
+    // Isolated: callers may hold the HDF5 lock, and a thread waiting here must not pick up an
+    // unrelated task that takes that lock again.
+    tbb::this_task_arena::isolate([&] {
+        tbb::parallel_for(std::size_t{0}, pieces, [&](std::size_t i) {
+            const std::size_t length = std::min(piece, size - i * piece);
+            const auto crc =
+                pieceCrc(fd.get(), static_cast<off_t>(i * piece), length, buffers.local());
+            crc ? void(crcs[i] = *crc) : failed.store(true);
+        });
+    });
+    if (failed) {
+        return std::nullopt;
+    }
+    uLong crc = crc32(0L, Z_NULL, 0);
+    for (std::size_t i = 0; i < pieces; ++i) {
+        crc = crc32_combine(crc, crcs[i], static_cast<z_off_t>(std::min(piece, size - i * piece)));
     }
     return static_cast<std::uint32_t>(crc);
 }
@@ -97,12 +151,17 @@ std::optional<std::uint32_t> fileCrc32(const std::filesystem::path& file) {
             return known;
         }
     }
-    auto crc = readCrc32(file);
+    auto crc = readCrc32(file, kCrcPiece);
     // Remembered only when nothing wrote the file while it was read.
     if (const auto after = stampOf(file); crc && before && after && *before == *after) {
         crcMemo().store(file.string(), *after, *crc);
     }
     return crc;
+}
+
+std::optional<std::uint32_t> fileCrc32InPieces(const std::filesystem::path& file,
+                                               std::size_t pieceBytes) {
+    return readCrc32(file, pieceBytes);
 }
 
 std::optional<IntegrityProblem> checkFileIntegrity(const std::filesystem::path& file,

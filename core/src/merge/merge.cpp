@@ -1,6 +1,7 @@
 #include "ttrace/merge.h"
 
 #include "box_geometry.h"
+#include "merge/direct_merge.h"
 
 #include "ttrace/bundle_error.h"
 
@@ -391,6 +392,17 @@ MergeResult mergeTensor(const Bundle& bundle, const TensorId& id) {
         missing.findings.push_back(
             makeError("no-shards", "tensor " + id.path(), "the bundle holds no such tensor"));
         return missing;
+    }
+    try {
+        if (auto direct = mergeDirect(bundle, id)) {
+            MergeResult merged;
+            merged.tensor = toFullTensor(id, *direct);
+            return merged;
+        }
+    } catch (const BundleError&) {
+        // Read again below, shard by shard, which names the failure as a finding.
+    } catch (const std::bad_alloc&) {
+        // Likewise: the element-wise merge reports the tensor that does not fit.
     }
     std::vector<RawShard> shards;
     for (const auto& ref : *refs) {

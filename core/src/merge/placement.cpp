@@ -156,6 +156,25 @@ bool withinGlobalShape(const Placement& placement) {
     return true;
 }
 
+bool placesDirectly(const Placement& placement, const Shape& localShape) {
+    if (placement.kind == PlacementKind::Flat) {
+        return placement.ranges.size() == 1 && placement.ranges.front().localOffset == 0 &&
+               placement.ranges.front().length == elementCount(localShape);
+    }
+    if (placement.boxes.size() != 1 ||
+        placement.boxes.front().dims.size() != placement.globalShape.size() ||
+        localShape.size() != placement.globalShape.size()) {
+        return false;
+    }
+    const auto& dims = placement.boxes.front().dims;
+    for (std::size_t d = 0; d < dims.size(); ++d) {
+        if (dims[d].localStart != 0 || dims[d].length != localShape[d]) {
+            return false;
+        }
+    }
+    return true;
+}
+
 void forEachRun(const Placement& placement, const Shape& localShape,
                 const std::function<void(std::int64_t, std::int64_t, std::int64_t)>& fn) {
     if (placement.kind == PlacementKind::Flat) {
