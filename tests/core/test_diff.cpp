@@ -1,6 +1,7 @@
 // End to end on the demo bundles (python -m ttrace.demo_bundles): a correct TP2xDP2 candidate
 // must come out clean, the injected bug must be found where it is, a subtle bug a few times
 // the round-off floor must be flagged, and the summary cache must hit and invalidate.
+#include "ttrace/cache_fingerprint.h"
 #include "ttrace/diff_cache.h"
 #include "ttrace/diff_engine.h"
 #include "ttrace/report_json.h"
@@ -260,6 +261,71 @@ private slots:
         QVERIFY(loadCachedDiff(key3));
         QCOMPARE(storeCachedDiff(key3, third).parent_path(), scratch_ / "xdg" / "ttrace");
         QVERIFY(!fs::exists(cand / ".ttrace-cache"));
+    }
+    void fingerprintFindsTheEntryButNeverVouchesForIt() {
+        const auto ref = scratch_ / "seen-ref";
+        const auto cand = scratch_ / "seen-cand";
+        fs::copy(demoDir() / "clean" / "reference", ref, fs::copy_options::recursive);
+        fs::copy(demoDir() / "clean" / "candidate", cand, fs::copy_options::recursive);
+        QVERIFY(forgetChecksums(cand)); // the edit below plays a changed run, not damage
+        qputenv("XDG_CACHE_HOME", (scratch_ / "xdg-seen").string().c_str());
+        const DiffOptions options;
+        const auto first = diffBundleDirs(ref, cand, options);
+        QVERIFY(first.summary.clean);
+        const auto fingerprint = diffCacheFingerprint(ref, cand, options);
+        const auto key = diffCacheKey(ref, cand, options);
+        QVERIFY(!fingerprint.empty());
+        // The engine pointed the pair's stamps at the entry it stored.
+        auto seen = loadSeenDiff(fingerprint);
+        QVERIFY(seen);
+        QCOMPARE(seen->contentKey, key);
+        QCOMPARE(diffResultToJson(seen->result), diffResultToJson(first));
+        DiffOptions other = options;
+        other.tolerance.global = 1e-3;
+        QVERIFY(diffCacheFingerprint(ref, cand, other) != fingerprint);
+        QVERIFY(!loadSeenDiff(diffCacheFingerprint(ref, cand, other)));
+
+        // A value changed in place, the file's size and mtime restored.
+        const auto rank = cand / "rank-00000.h5";
+        const auto size = fs::file_size(rank);
+        const auto mtime = fs::last_write_time(rank);
+        QVERIFY(scaleDataset(rank, "/nominal/iter_0/mb_0/layers.0.mlp.fc1/forward_output/0", 1e-3));
+        fs::last_write_time(rank, mtime);
+        QCOMPARE(fs::file_size(rank), size);
+        // The change time moved, so the stamps differ here; on a file system whose stamps do not
+        // move (coarse times, a network mount) they would not: played by pointing the new stamps
+        // at the old entry. The fingerprint then finds the old, clean answer...
+        const auto changed = diffCacheFingerprint(ref, cand, options);
+        QVERIFY(changed != fingerprint);
+        rememberFingerprint(changed, key);
+        seen = loadSeenDiff(changed);
+        QVERIFY(seen);
+        QVERIFY(seen->result.summary.clean);
+        // ...and the content key rejects it: the bytes are not those of the entry.
+        const auto nowKey = diffCacheKey(ref, cand, options);
+        QVERIFY(!nowKey.empty());
+        QVERIFY(nowKey != seen->contentKey);
+        QVERIFY(!loadCachedDiff(nowKey));
+        // The engine never answers from the fingerprint: it compares again, finds the change,
+        // and points the stamps at the new entry.
+        const auto again = diffBundleDirs(ref, cand, options);
+        QVERIFY(!again.summary.clean);
+        QVERIFY(again.summary.divergent > 0);
+        seen = loadSeenDiff(diffCacheFingerprint(ref, cand, options));
+        QVERIFY(seen);
+        QCOMPARE(seen->contentKey, nowKey);
+        QVERIFY(!seen->result.summary.clean);
+    }
+    void seenPointersArePruned() {
+        qputenv("XDG_CACHE_HOME", (scratch_ / "xdg-prune-seen").string().c_str());
+        for (std::size_t i = 0; i < kMaxSeenFingerprints + 5; ++i) {
+            rememberFingerprint("fingerprint " + std::to_string(i), "key");
+        }
+        std::size_t pointers = 0;
+        for (const auto& e : fs::directory_iterator(scratch_ / "xdg-prune-seen" / "ttrace")) {
+            pointers += e.path().filename().string().starts_with("seen-") ? 1 : 0;
+        }
+        QCOMPARE(pointers, kMaxSeenFingerprints);
     }
     void unreadableBundlesAreDiagnosed() {
         const auto r =

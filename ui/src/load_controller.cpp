@@ -39,6 +39,17 @@ LoadController::LoadController(QObject* parent)
                     emit failed();
                 }
             });
+    connect(worker_, &LoadWorker::provisional, this,
+            [this](quint64 job, const std::shared_ptr<const DiffResult>& result) {
+                if (job == job_ && running_) {
+                    emit provisional(result);
+                }
+            });
+    connect(worker_, &LoadWorker::cacheStale, this, [this](quint64 job) {
+        if (job == job_ && running_) {
+            emit cacheStale();
+        }
+    });
     connect(worker_, &LoadWorker::finished, this,
             [this](quint64 job, const std::shared_ptr<const DiffResult>& result) {
                 if (job == job_ && running_) {

@@ -1,6 +1,8 @@
 #include "ttrace/ui/load_worker.h"
 
 #include "ttrace/bundle.h"
+#include "ttrace/cache_fingerprint.h"
+#include "ttrace/diff_cache.h"
 
 #include <exception>
 
@@ -81,8 +83,62 @@ bool LoadWorker::showManifests(quint64 job, const QString& reference, const QStr
     return true;
 }
 
+LoadWorker::Seen LoadWorker::showSeen(quint64 job, const QString& reference,
+                                      const QString& candidate, const DiffOptions& options,
+                                      const CancelFlag& cancel) {
+    const std::filesystem::path ref(reference.toStdString());
+    const std::filesystem::path cand(candidate.toStdString());
+    const auto fingerprint = diffCacheFingerprint(ref, cand, options);
+    auto seen = loadSeenDiff(fingerprint);
+    if (!seen) {
+        return Seen::None;
+    }
+    const auto result = std::make_shared<const DiffResult>(std::move(seen->result));
+    emit provisional(job, result);
+    // The stamps never vouch for the entry: the CRC of every byte does, read here, off the GUI
+    // thread (and remembered for this process, so a comparison that follows reads nothing).
+    const QString checking = tr("Cached comparison shown; checking it against the bundles' bytes");
+    emit progress(job, 0.0, checking);
+    const auto key = diffCacheKey(ref, cand, options, [&](double f, std::string_view) {
+        emit progress(job, f, checking);
+        return !cancel->load();
+    });
+    if (cancel->load()) {
+        return Seen::Cancelled;
+    }
+    if (key.empty() || key != seen->contentKey) {
+        emit cacheStale(job);
+        return Seen::Stale;
+    }
+    rememberFingerprint(fingerprint, key); // marks the pointer as used
+    if (!result->diagnostics.empty()) {
+        emit problemsFound(job, result->diagnostics, false);
+    }
+    emit progress(job, 1.0, tr("Done"));
+    emit finished(job, result);
+    return Seen::Verified;
+}
+
 void LoadWorker::runDiff(quint64 job, const QString& reference, const QString& candidate,
                          const DiffOptions& options, const CancelFlag& cancel) {
+    // The tree first, from the two manifests alone, before any rank file is read (the content
+    // check and the open read every byte); problems in them are reported by the open below.
+    const bool treeShown = showManifests(job, reference, candidate);
+    if (treeShown && options.useCache) {
+        const Seen seen = showSeen(job, reference, candidate, options, cancel);
+        if (seen == Seen::Cancelled) {
+            emit cancelled(job);
+            return;
+        }
+        if (seen == Seen::Verified) {
+            return;
+        }
+    }
+    compare(job, reference, candidate, options, cancel, treeShown);
+}
+
+void LoadWorker::compare(quint64 job, const QString& reference, const QString& candidate,
+                         const DiffOptions& options, const CancelFlag& cancel, bool treeShown) {
     // Throttled to whole permille steps: the engine reports once per tensor.
     auto lastPermille = std::make_shared<std::atomic<int>>(-1);
     ResultBatcher batcher(
@@ -97,9 +153,6 @@ void LoadWorker::runDiff(quint64 job, const QString& reference, const QString& c
         return !cancel->load();
     };
     callbacks.onTensor = [&batcher](const TensorResult& t) { batcher.add(t); };
-    // The tree first, from the two manifests alone, before any rank file is read (the content
-    // check and the open read every byte); problems in them are reported by the open below.
-    const bool treeShown = showManifests(job, reference, candidate);
     bool fatal = false;
     callbacks.onOpened = [this, job, &fatal, treeShown](const Manifest* ref, const Manifest* cand,
                                                         const Diagnostics& problems) {

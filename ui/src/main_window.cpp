@@ -143,6 +143,8 @@ MainWindow::MainWindow(QWidget* parent)
                 }
             });
     connect(loader_, &LoadController::problemsFound, this, &MainWindow::onProblems);
+    connect(loader_, &LoadController::provisional, this, &MainWindow::onProvisional);
+    connect(loader_, &LoadController::cacheStale, this, &MainWindow::onCacheStale);
     connect(loader_, &LoadController::finished, this, &MainWindow::onFinished);
     connect(loader_, &LoadController::failed, this,
             [this] { onStopped(tr("Cannot compare: a bundle is broken")); });
@@ -309,6 +311,7 @@ bool MainWindow::isLoading() const {
 }
 
 void MainWindow::onLoadStarted() {
+    provisional_.reset();
     model_->clear();
     drill_->showTensor(std::nullopt);
     problems_->clear();
@@ -358,7 +361,56 @@ void MainWindow::onProblems(const Diagnostics& problems, bool fatal) {
                            shownProblems_);
 }
 
+void MainWindow::onProvisional(const std::shared_ptr<const DiffResult>& result) {
+    provisional_ = result;
+    showResult(result);
+    emit provisionalShown();
+}
+
+void MainWindow::onCacheStale() {
+    dropProvisional();
+    // Shown until the fresh comparison ends, so the emptied view explains itself.
+    statusBar()->showMessage(
+        tr("The bundles changed since the cached comparison; comparing them again."));
+}
+
+void MainWindow::dropProvisional() {
+    if (!provisional_) {
+        return;
+    }
+    provisional_.reset();
+    model_->clearResults();
+    drill_->showTensor(std::nullopt);
+    headline_->clear();
+    warnings_->clear();
+    warningsDock_->hide();
+    summary_->setLoading(0.0);
+}
+
 void MainWindow::onFinished(const std::shared_ptr<const DiffResult>& result) {
+    // A provisional result that its check confirmed is already on screen: left as it is, so a
+    // selection made meanwhile is kept.
+    const bool checked = provisional_ && provisional_ == result;
+    provisional_.reset();
+    if (!checked) {
+        showResult(result);
+    }
+    localizeUi_->setResult(result);
+    updateVerdict();
+    progress_->hide();
+    cancelButton_->hide();
+    cancel_->setEnabled(false);
+    statusBar()->clearMessage();
+    progressText_->setText(
+        checked ? tr("Compared %1 tensors (summary cache, checked against the bundles' bytes).")
+                      .arg(result->tensors.size())
+                : tr("Compared %1 tensors.").arg(result->tensors.size()));
+    const bool ok = !hasErrors(shownProblems_);
+    emit loadingFinished(ok);
+    startup_->onLoaded(ok);
+}
+
+void MainWindow::showResult(const std::shared_ptr<const DiffResult>& result) {
     model_->setFinalResult(result);
     // Bundle errors keep the banner; warnings (replicas that disagree, ...) are grouped by kind
     // and module in the dock, so they inform without crowding out the story.
@@ -382,16 +434,8 @@ void MainWindow::onFinished(const std::shared_ptr<const DiffResult>& result) {
     }
     tree_->setSteps(model_->results().iterations(), model_->results().microBatches());
     tree_->refresh();
-    localizeUi_->setResult(result);
     showStory(*result);
     updateVerdict();
-    progress_->hide();
-    cancelButton_->hide();
-    cancel_->setEnabled(false);
-    progressText_->setText(tr("Compared %1 tensors.").arg(result->tensors.size()));
-    const bool ok = !hasErrors(shownProblems_);
-    emit loadingFinished(ok);
-    startup_->onLoaded(ok);
 }
 
 void MainWindow::showStory(const DiffResult& result) {
@@ -428,6 +472,9 @@ QImage MainWindow::screenshot() {
 }
 
 void MainWindow::onStopped(const QString& why) {
+    // A cached result never checked against the bundles is not left on screen as an answer.
+    dropProvisional();
+    statusBar()->clearMessage();
     progress_->hide();
     cancelButton_->hide();
     cancel_->setEnabled(false);

@@ -5,7 +5,8 @@
 // the name, size and CRC-32 of the bytes of every file a diff reads (manifest.json and each
 // rank file), computed by reading them, never from names or times: a file changed in place with
 // its size and mtime restored misses the cache. The key is checked before any cached answer is
-// given, by every front end (docs/diff-json.md, "Summary cache").
+// given as final, by every front end (docs/diff-json.md, "Summary cache"); cache_fingerprint.h
+// finds an entry to show provisionally before that check, never instead of it.
 #include "ttrace/diff_engine.h"
 
 #include <cstddef>
@@ -29,6 +30,13 @@ inline constexpr std::size_t kMaxCachedDiffs = 32;
 [[nodiscard]] std::string diffCacheKey(const std::filesystem::path& reference,
                                        const std::filesystem::path& candidate,
                                        const DiffOptions& options);
+// The same, reporting the fraction of bytes read as each file is done; a progress that returns
+// false stops it (files not started are skipped) and the key comes back empty.
+[[nodiscard]] std::string diffCacheKey(const std::filesystem::path& reference,
+                                       const std::filesystem::path& candidate,
+                                       const DiffOptions& options, const ProgressFn& progress);
+// The part of the key that comes from the options (tolerance, overrides, step selection).
+[[nodiscard]] std::string diffOptionsKey(const DiffOptions& options);
 
 // The per-user cache directory, $XDG_CACHE_HOME/ttrace (or ~/.cache/ttrace); none when neither
 // variable is set.

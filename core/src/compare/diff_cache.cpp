@@ -1,5 +1,6 @@
 #include "ttrace/diff_cache.h"
 
+#include "compare/cache_files.h"
 #include "io/file_integrity.h"
 #include "ttrace/adam_conditioning.h"
 #include "ttrace/report_json.h"
@@ -10,14 +11,11 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdlib>
-#include <fcntl.h>
 #include <fstream>
 #include <iomanip>
+#include <mutex>
 #include <sstream>
 #include <system_error>
-#include <unistd.h>
-#include <utility>
 #include <vector>
 
 namespace ttrace {
@@ -25,13 +23,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// One line per file a diff reads (the manifest and every rank file): name, size and the CRC-32
-// of its bytes. Content, not names and times: a file changed in place with its size and mtime
-// restored still changes the key. Only regular files are read (a FIFO would block forever);
-// anything else, or a file that cannot be read, makes the pair uncacheable (returns false).
-bool describeFiles(std::ostringstream& key, const fs::path& dir) {
+// The files a diff reads in `dir` (manifest.json and every rank file), sorted.
+std::vector<fs::path> filesToDescribe(const fs::path& dir) {
     std::error_code ec;
-    key << "dir " << fs::weakly_canonical(dir, ec).string() << "\n";
     std::vector<fs::path> files;
     for (const auto& entry : fs::directory_iterator(dir, ec)) {
         const auto name = entry.path().filename().string();
@@ -40,19 +34,69 @@ bool describeFiles(std::ostringstream& key, const fs::path& dir) {
         }
     }
     std::sort(files.begin(), files.end());
+    return files;
+}
+
+std::uintmax_t totalSize(const std::vector<fs::path>& files) {
+    std::uintmax_t total = 0;
+    for (const auto& f : files) {
+        std::error_code ec;
+        const auto size = fs::file_size(f, ec);
+        total += ec ? 0 : size;
+    }
+    return total;
+}
+
+// Reports the bytes read so far as a fraction of all of them, from the reading threads, and
+// latches a cancel so the files not yet started are skipped.
+class ReadProgress {
+public:
+    ReadProgress(const ProgressFn& fn, std::uintmax_t total)
+        : fn_(fn)
+        , total_(std::max<std::uintmax_t>(total, 1)) {}
+    bool add(std::uintmax_t bytes) {
+        const std::lock_guard lock(mutex_);
+        done_ += bytes;
+        if (!cancelled_ && fn_) {
+            cancelled_ = !fn_(static_cast<double>(done_) / static_cast<double>(total_),
+                              "checking the summary cache against the bundles' bytes");
+        }
+        return !cancelled_;
+    }
+    [[nodiscard]] bool cancelled() {
+        const std::lock_guard lock(mutex_);
+        return cancelled_;
+    }
+
+private:
+    const ProgressFn& fn_;
+    std::uintmax_t total_;
+    std::uintmax_t done_ = 0;
+    bool cancelled_ = false;
+    std::mutex mutex_;
+};
+
+// One line per file a diff reads: name, size and the CRC-32 of its bytes. Content, not names
+// and times: a file changed in place with its size and mtime restored still changes the key.
+// Only regular files are read (a FIFO would block forever); anything else, a file that cannot
+// be read, or a cancel makes the pair uncacheable (returns false).
+bool describeFiles(std::ostringstream& key, const fs::path& dir, const std::vector<fs::path>& files,
+                   ReadProgress& progress) {
+    std::error_code ec;
+    key << "dir " << fs::weakly_canonical(dir, ec).string() << "\n";
     std::vector<std::string> lines(files.size());
     // Files in parallel: the check reads every byte, at the disk's speed rather than one core's.
     tbb::parallel_for(std::size_t{0}, files.size(), [&](std::size_t i) {
         std::error_code e;
-        std::ostringstream line;
-        line << files[i].filename().string() << " ";
-        if (!fs::is_regular_file(files[i], e)) {
-            return; // a FIFO, device or directory: never read, and the pair is not cached
+        if (progress.cancelled() || !fs::is_regular_file(files[i], e)) {
+            return; // cancelled, or a FIFO, device or directory: never read, and not cached
         }
         const auto size = fs::file_size(files[i], e);
         const auto crc = e ? std::nullopt : fileCrc32(files[i]);
-        if (crc) {
-            line << size << " crc32 " << std::hex << std::setw(8) << std::setfill('0') << *crc;
+        if (crc && progress.add(size)) {
+            std::ostringstream line;
+            line << files[i].filename().string() << " " << size << " crc32 " << std::hex
+                 << std::setw(8) << std::setfill('0') << *crc;
             lines[i] = line.str();
         }
     });
@@ -65,62 +109,11 @@ bool describeFiles(std::ostringstream& key, const fs::path& dir) {
     return true;
 }
 
-std::string hexHash(const std::string& text) {
-    // FNV-1a 64: a file name, not a security boundary; the full key is checked on load.
-    std::uint64_t h = 0xcbf29ce484222325ULL;
-    for (const unsigned char c : text) {
-        h = (h ^ c) * 0x100000001b3ULL;
-    }
-    std::ostringstream out;
-    out << std::hex << std::setw(16) << std::setfill('0') << h;
-    return out.str();
-}
-
-fs::path userCacheDir() {
-    if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) {
-        return fs::path(xdg) / "ttrace";
-    }
-    if (const char* home = std::getenv("HOME"); home && *home) {
-        return fs::path(home) / ".cache" / "ttrace";
-    }
-    return {};
-}
-
-// Writes and fsyncs `text`: after a crash the rename below exposes either the old entry or a
-// complete new one, never a file of zeros.
-bool writeDurably(const std::string& path, const std::string& text) {
-    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) {
-        return false;
-    }
-    std::size_t done = 0;
-    while (done < text.size()) {
-        const auto n = ::write(fd, text.data() + done, text.size() - done);
-        if (n <= 0) {
-            ::close(fd);
-            return false;
-        }
-        done += static_cast<std::size_t>(n);
-    }
-    const bool synced = ::fsync(fd) == 0;
-    return ::close(fd) == 0 && synced;
-}
-
 } // namespace
 
-std::string diffCacheKey(const fs::path& reference, const fs::path& candidate,
-                         const DiffOptions& options) {
+std::string diffOptionsKey(const DiffOptions& options) {
     std::ostringstream key;
     key.precision(17);
-    key << "ttrace-diff-cache " << kDiffCacheVersion << " json " << kDiffJsonVersion << "\n";
-    key << "reference ";
-    if (!describeFiles(key, reference)) {
-        return {};
-    }
-    key << "candidate ";
-    if (!describeFiles(key, candidate)) {
-        return {};
-    }
     const auto& t = options.tolerance;
     key << "k " << t.k << " c " << t.c << " safety " << t.safetyFactor << " floor " << t.floor
         << " global " << (t.global ? std::to_string(*t.global) : "-") << " conditioning "
@@ -133,6 +126,30 @@ std::string diffCacheKey(const fs::path& reference, const fs::path& candidate,
         << " micro_batch " << (options.microBatch ? std::to_string(*options.microBatch) : "-")
         << "\n";
     return key.str();
+}
+
+std::string diffCacheKey(const fs::path& reference, const fs::path& candidate,
+                         const DiffOptions& options, const ProgressFn& progress) {
+    const auto refFiles = filesToDescribe(reference);
+    const auto candFiles = filesToDescribe(candidate);
+    ReadProgress read(progress, totalSize(refFiles) + totalSize(candFiles));
+    std::ostringstream key;
+    key << "ttrace-diff-cache " << kDiffCacheVersion << " json " << kDiffJsonVersion << "\n";
+    key << "reference ";
+    if (!describeFiles(key, reference, refFiles, read)) {
+        return {};
+    }
+    key << "candidate ";
+    if (!describeFiles(key, candidate, candFiles, read)) {
+        return {};
+    }
+    key << diffOptionsKey(options);
+    return key.str();
+}
+
+std::string diffCacheKey(const fs::path& reference, const fs::path& candidate,
+                         const DiffOptions& options) {
+    return diffCacheKey(reference, candidate, options, ProgressFn{});
 }
 
 std::vector<fs::path> diffCacheDirs() {
@@ -181,24 +198,7 @@ std::optional<DiffResult> loadCachedDiff(const std::string& key) {
 }
 
 void pruneDiffCache(const fs::path& dir, std::size_t keep) {
-    std::vector<std::pair<fs::file_time_type, fs::path>> entries;
-    std::error_code ec;
-    for (const auto& entry : fs::directory_iterator(dir, ec)) {
-        const auto name = entry.path().filename().string();
-        if (name.starts_with("diff-") && name.ends_with(".json")) {
-            entries.emplace_back(entry.last_write_time(ec), entry.path());
-        }
-    }
-    if (entries.size() <= keep) {
-        return;
-    }
-    // Newest first; everything past `keep` goes. Failures are ignored: another process may
-    // have pruned the same entry already.
-    std::sort(entries.begin(), entries.end(),
-              [](const auto& a, const auto& b) { return a.first > b.first; });
-    for (std::size_t i = keep; i < entries.size(); ++i) {
-        fs::remove(entries[i].second, ec);
-    }
+    pruneFiles(dir, "diff-", ".json", keep);
 }
 
 fs::path storeCachedDiff(const std::string& key, const DiffResult& result) {
@@ -211,22 +211,10 @@ fs::path storeCachedDiff(const std::string& key, const DiffResult& result) {
     for (const auto& dir : diffCacheDirs()) {
         std::error_code ec;
         fs::create_directories(dir, ec);
-        if (ec) {
-            continue;
-        }
-        const auto file = diffCacheFile(dir, key);
-        // Write then rename: a concurrent reader sees the old entry or the new one, never half.
-        const auto tmp = file.string() + ".tmp" + std::to_string(::getpid());
-        if (!writeDurably(tmp, text)) {
-            fs::remove(tmp, ec);
-            continue;
-        }
-        fs::rename(tmp, file, ec);
-        if (!ec) {
+        if (!ec && writeAtomically(diffCacheFile(dir, key), text)) {
             pruneDiffCache(dir, kMaxCachedDiffs);
-            return file;
+            return diffCacheFile(dir, key);
         }
-        fs::remove(tmp, ec);
     }
     return {};
 }

@@ -3,6 +3,7 @@
 #include "compare/optimizer_conditioning.h"
 #include "compare/pair_checks.h"
 #include "compare/tensor_comparison.h"
+#include "ttrace/cache_fingerprint.h"
 #include "ttrace/capture_status.h"
 #include "ttrace/diff_cache.h"
 #include "ttrace/verdict.h"
@@ -185,8 +186,12 @@ DiffResult diffBundles(const Bundle& reference, const Bundle& candidate, const D
     assembleVerdicts(result, reference.manifest().modules);
     // Stored only if no file changed while it was compared: the key is taken again (cheap:
     // the CRCs of files whose inode, size and times are unchanged are remembered) and must match.
-    if (options.useCache && diffCacheKey(reference.dir(), candidate.dir(), options) == cacheKey) {
-        storeCachedDiff(cacheKey, result);
+    if (options.useCache && diffCacheKey(reference.dir(), candidate.dir(), options) == cacheKey &&
+        !storeCachedDiff(cacheKey, result).empty()) {
+        // Taken after the key: a file written in between at worst points the fingerprint at an
+        // older entry, which the content check of the next open rejects.
+        rememberFingerprint(diffCacheFingerprint(reference.dir(), candidate.dir(), options),
+                            cacheKey);
     }
     return result;
 }
@@ -207,10 +212,13 @@ std::optional<DiffResult> fromCache(const std::filesystem::path& reference,
     if (cb.progress && !cb.progress(0.0, "checking the summary cache against the bundles' bytes")) {
         return std::nullopt; // cancelled: the open that follows notices it at once
     }
-    auto cached = loadCachedDiff(diffCacheKey(reference, candidate, options));
+    const auto key = diffCacheKey(reference, candidate, options);
+    auto cached = loadCachedDiff(key);
     if (!cached) {
         return std::nullopt;
     }
+    // Verified by content: the next open may show this entry before its own check.
+    rememberFingerprint(diffCacheFingerprint(reference, candidate, options), key);
     if (cb.onOpened) {
         Diagnostics ignored; // a manifest that read fine when the entry was cached
         const auto ref = readManifest(reference, ignored);

@@ -30,6 +30,10 @@ signals:
     void metadataReady(const ttrace::Manifest& reference, const ttrace::Manifest& candidate);
     void tensorsCompared(const std::vector<ttrace::TensorResult>& batch);
     void problemsFound(const ttrace::Diagnostics& problems, bool fatal);
+    // A cached comparison found from file stamps, not yet checked against the bundles' bytes;
+    // `finished` with the same result once checked, or `cacheStale` and a fresh comparison.
+    void provisional(const std::shared_ptr<const ttrace::DiffResult>& result);
+    void cacheStale();
     void finished(const std::shared_ptr<const ttrace::DiffResult>& result);
     void failed();
     void cancelled();

@@ -70,6 +70,9 @@ signals:
     // The comparison ended and the startup localize (if any) has ended too: the window tells
     // its whole story now (screenshots wait for this). `ok` as for loadingFinished.
     void storyReady(bool ok);
+    // A cached comparison is shown, found from the bundles' file stamps and not yet checked
+    // against their bytes (loadingFinished follows the check).
+    void provisionalShown();
 
 protected:
     void dragEnterEvent(QDragEnterEvent* event) override;
@@ -85,7 +88,13 @@ private:
     void onLoadStarted();
     void onMetadata(const ttrace::Manifest& reference, const ttrace::Manifest& candidate);
     void onProblems(const ttrace::Diagnostics& problems, bool fatal);
+    void onProvisional(const std::shared_ptr<const ttrace::DiffResult>& result);
+    void onCacheStale();
     void onFinished(const std::shared_ptr<const ttrace::DiffResult>& result);
+    // Fills the tree, warnings and story from a result (provisional or final).
+    void showResult(const std::shared_ptr<const ttrace::DiffResult>& result);
+    // Drops a provisional result the check did not confirm; the tree keeps its rows.
+    void dropProvisional();
     void onStopped(const QString& why);
     void onCurrentTensorChanged(std::optional<std::size_t> tensor);
     void updateVerdict();
@@ -112,6 +121,8 @@ private:
     QString candidate_;
     QString pendingDrop_; // a reference dropped alone, waiting for its candidate
     ttrace::Diagnostics shownProblems_;
+    // The cached result on screen while its content check runs; null once checked or dropped.
+    std::shared_ptr<const ttrace::DiffResult> provisional_;
 };
 
 } // namespace ttrace::ui

@@ -38,6 +38,8 @@ public:
     void addTensorResult(TensorResult result);
     // The engine's final result replaces the streamed ones; the tree keeps its rows.
     void setFinalResult(std::shared_ptr<const DiffResult> result);
+    // Drops every result (streamed or final); the tree keeps its rows.
+    void clearResults() { setFinalResult(nullptr); }
     void setStepFilter(const StepFilter& filter);
     [[nodiscard]] const StepFilter& stepFilter() const { return filter_; }
     [[nodiscard]] const ResultSet& results() const { return results_; }
