@@ -41,13 +41,15 @@ class HostBuffers:
     def lent_bytes(self) -> int:
         return self._lent_bytes
 
-    def take(self, shape: torch.Size | tuple[int, ...], dtype: torch.dtype, pinned: bool = False):
+    def take(
+        self, shape: torch.Size | tuple[int, ...], dtype: torch.dtype, pinned: bool = False
+    ) -> torch.Tensor:
         """An uninitialized contiguous host tensor of `shape` and `dtype` that nobody else
         holds; give it back (`give_back`) once its bytes are no longer needed."""
         numel = 1
         for n in shape:
             numel *= int(n)
-        nbytes = numel * _itemsize(dtype)
+        nbytes = numel * dtype.itemsize
         if nbytes == 0:
             return torch.empty(shape, dtype=dtype, pin_memory=pinned)
         key = (nbytes, pinned)
@@ -99,7 +101,3 @@ class HostBuffers:
             self._idle_bytes -= key[0]
             if not blocks:
                 del self._idle[key]
-
-
-def _itemsize(dtype: torch.dtype) -> int:
-    return torch.empty((), dtype=dtype).element_size() if dtype.is_complex else dtype.itemsize
