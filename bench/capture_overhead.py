@@ -21,6 +21,7 @@ too. For rank 0 of each run the table gives medians over the rounds of:
   written with `os.write` into the same folder (no fsync: the capture does not fsync
   either), the disk's own rate as the job sees it.
 Then the capture phases of this checkout per traced step (`ttrace.capture.phase_times`).
+Every run's raw numbers are appended to `WORK/stats.jsonl`.
 A version whose example does not report a column (an older checkout) shows `-`.
 """
 
@@ -138,6 +139,8 @@ def main() -> None:
         for name, nproc in RUNS:
             for version, root in versions:
                 stats = run_example(root, work / f"bundle-{nproc}", model, iterations, nproc)
+                with open(work / "stats.jsonl", "a") as raw:  # every run's numbers, as printed
+                    raw.write(json.dumps({"run": name, "version": version, **stats}) + "\n")
                 disk = disk_write_mb_s(work, max(int(stats["bytes_per_traced_step"]), 1 << 24))
                 results.setdefault((name, version), []).append(summarize(stats, disk))
                 if version == "this" and "phases_s" in stats:

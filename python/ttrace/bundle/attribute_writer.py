@@ -28,6 +28,7 @@ import numpy as np
 _UTF8 = h5py.string_dtype("utf-8")
 # Datasets at least this large are written mostly with os.pwrite (below: H5Dwrite).
 DIRECT_WRITE_BYTES = 1 << 20
+_CACHED = 4096  # entries of each cache below, at most
 
 
 class AttributeWriter:
@@ -43,14 +44,23 @@ class AttributeWriter:
         self._dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
         self._dcpl.set_obj_track_times(False)
         self._sieve_bytes: int | None = None
+        # Types, dataspaces and string values recur from dataset to dataset: HDF5 copies
+        # them into each object header, so one of each serves all (and h5py registers every
+        # new identifier it hands out, which cost as much as the HDF5 calls).
+        self._types: dict[np.dtype, h5py.h5t.TypeID] = {}
+        self._spaces: dict[tuple[int, ...], h5py.h5s.SpaceID] = {}
+        self._strings: dict[str, np.ndarray] = {}
+        self._names: dict[str, bytes] = {}
 
     def create_dataset(
         self, file: h5py.File, path: str, data: np.ndarray, fd: int | None = None
     ) -> h5py.h5d.DatasetID:
         """A contiguous dataset at `path` (intermediate groups created) holding `data`.
         `fd`: a descriptor of the same file open for writing, for the direct path."""
-        space = h5py.h5s.create_simple(data.shape)
-        dtype = h5py.h5t.py_create(data.dtype)
+        space = self._space(data.shape)
+        dtype = self._types.get(data.dtype)
+        if dtype is None:
+            dtype = self._types[data.dtype] = h5py.h5t.py_create(data.dtype)
         dataset = h5py.h5d.create(
             file.id, path.encode("utf-8"), dtype, space, dcpl=self._dcpl, lcpl=self._lcpl
         )
@@ -71,17 +81,31 @@ class AttributeWriter:
         row_bytes = data.nbytes // data.shape[0]
         return max(1, -(-self._sieve_bytes // row_bytes)) if row_bytes else data.shape[0]
 
+    def _space(self, shape: tuple[int, ...]) -> h5py.h5s.SpaceID:
+        space = self._spaces.get(shape)
+        if space is None:
+            if len(self._spaces) >= _CACHED:
+                self._spaces.clear()
+            space = self._spaces[shape] = h5py.h5s.create_simple(shape)
+        return space
+
     def write(self, dataset: h5py.h5d.DatasetID, name: str, value: Any) -> None:
-        key = name.encode("utf-8")
+        key = self._names.get(name)
+        if key is None:
+            key = self._names[name] = name.encode("utf-8")
         if isinstance(value, str):
             attr = h5py.h5a.create(dataset, key, self._str_type, self._scalar)
-            attr.write(np.array(value, dtype=_UTF8), mtype=self._str_memory)
+            text = self._strings.get(value)
+            if text is None:
+                if len(self._strings) >= _CACHED:
+                    self._strings.clear()
+                text = self._strings[value] = np.array(value, dtype=_UTF8)
+            attr.write(text, mtype=self._str_memory)
         elif isinstance(value, np.integer) and value.dtype == np.int64:
             attr = h5py.h5a.create(dataset, key, self._i64_type, self._scalar)
             attr.write(np.asarray(value, dtype="<i8"))
         elif isinstance(value, np.ndarray) and value.dtype == np.int64 and value.size:
-            space = h5py.h5s.create_simple(value.shape)
-            attr = h5py.h5a.create(dataset, key, self._i64_type, space)
+            attr = h5py.h5a.create(dataset, key, self._i64_type, self._space(value.shape))
             attr.write(np.ascontiguousarray(value, dtype="<i8"))
         else:
             # Anything else (an empty shape of a 0-d tensor) the way h5py always wrote it.
