@@ -200,7 +200,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     act_dtype = torch.bfloat16 if args.precision == "bf16" else torch.float32
     sp = pcfg.tp if ctx.sp else 1
     shape = (cfg.seq_len // pcfg.cp // sp, args.global_batch // pcfg.dp, cfg.hidden)
-    step_times: dict[bool, list[float]] = {True: [], False: []}
+    # Per timed step, traced or not: wall, this thread's CPU, the process's CPU (the writer
+    # thread included), minor page faults.
+    step_times: dict[bool, list[tuple[float, float, float, int]]] = {True: [], False: []}
 
     def train_iteration(
         it: int,
@@ -234,7 +236,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         for _variant in variants:
             if ps.cfg.world_size > 1:
                 dist.barrier()
-            t0 = time.perf_counter()
+            t0 = _step_clock()
             optimizer.zero_grad()
             if ctx.routing is not None:
                 ctx.routing.iteration = it
@@ -249,7 +251,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                 optimizer.step()
             # Iteration 0 includes warm-up; the untraced routing-record pass is not timed.
             if _variant == "nominal" and it > 0 and step == tracer.step:
-                step_times[it in capture].append(time.perf_counter() - t0)
+                step_times[it in capture].append(_step_clock(t0))
 
     if record_routing and args.perturbations > 0:
         # The perturbed variants run before the nominal one and must replay its routing:
@@ -271,14 +273,27 @@ def main(argv: Sequence[str] | None = None) -> None:
             for it in range(args.iterations):
                 train_iteration(it, [variant])
 
+    drain_start = time.perf_counter()
+    tracer.flush()  # what the writer still had to do after the last step
+    drain_s = time.perf_counter() - drain_start
     record = tracer.close()
     if record_routing:
         ctx.routing.save(Path(args.out) / ROUTING_FILE)
     if args.stats and ps.rank == 0:
         rss1 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        traced, untraced = step_times[True], step_times[False]
         stats = {
-            "step_s_traced": _mean(step_times[True]),
-            "step_s_untraced": _mean(step_times[False]),
+            "step_s_traced": _mean([x[0] for x in traced]),
+            "step_s_untraced": _mean([x[0] for x in untraced]),
+            "step_cpu_s_traced": _mean([x[1] for x in traced]),
+            "step_cpu_s_untraced": _mean([x[1] for x in untraced]),
+            "process_cpu_s_traced": _mean([x[2] for x in traced]),
+            "process_cpu_s_untraced": _mean([x[2] for x in untraced]),
+            "page_faults_traced": _mean([x[3] for x in traced]),
+            "page_faults_untraced": _mean([x[3] for x in untraced]),
+            # Capture phases per captured step (docs/performance.md, "Capture").
+            "phases_s": {k: v / max(1, len(capture)) for k, v in tracer.phases.snapshot().items()},
+            "drain_s": drain_s,
             "bytes_per_traced_step": record.bytes / max(1, len(capture)),
             "tensors": record.tensors,
             "peak_pending_bytes": tracer.writer.peak_pending_bytes,
@@ -288,6 +303,21 @@ def main(argv: Sequence[str] | None = None) -> None:
     if not args.reference:
         dist.barrier()
         dist.destroy_process_group()
+
+
+def _step_clock(
+    start: tuple[float, float, float, int] | None = None,
+) -> tuple[float, float, float, int]:
+    """(wall, thread CPU, process CPU, minor page faults) now, or elapsed since `start`."""
+    now = (
+        time.perf_counter(),
+        time.thread_time(),
+        time.process_time(),
+        resource.getrusage(resource.RUSAGE_SELF).ru_minflt,
+    )
+    if start is None:
+        return now
+    return (now[0] - start[0], now[1] - start[1], now[2] - start[2], now[3] - start[3])
 
 
 def _mean(xs: list[float]) -> float | None:

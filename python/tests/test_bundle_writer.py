@@ -473,3 +473,54 @@ def test_bad_manifest_raises(bundle: Path, change: dict, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         write_manifest(bundle, **(manifest_args(records) | change))
     assert not (bundle / "manifest.json").exists()
+
+
+def _write_mixed(folder: Path) -> bytes:
+    g = torch.Generator().manual_seed(7)
+    tensors = {
+        "rows_above_sieve": torch.randn(5, 40000, generator=g),  # a row > HDF5's sieve buffer
+        "rows_below_sieve": torch.randn(300, 3, 700, generator=g),
+        "bf16": torch.randn(1000, 600, generator=g).to(torch.bfloat16),
+        "int64": torch.randint(-(2**40), 2**40, (70000, 3), generator=g),
+        "bool": torch.rand(2_000_000, generator=g) > 0.5,
+        "flat": torch.randn(400_000, generator=g),
+        "complex": torch.randn(300, 600, dtype=torch.complex64, generator=g),
+        "strided": torch.randn(900, 500, generator=g).t(),
+        "small": torch.randn(3, 4, generator=g),
+        "scalar": torch.tensor(1.5),
+        "empty": torch.zeros(0, 5),
+    }
+    with BundleWriter(folder, 0, 1, "reference") as w:
+        for name, t in tensors.items():
+            w.write(TensorKey("nominal", 0, 0, "m", "forward_output", name), t)
+    return (folder / "rank-00000.h5").read_bytes()
+
+
+def test_direct_writes_leave_the_same_file_bytes(tmp_path: Path, monkeypatch) -> None:
+    from ttrace.bundle import attribute_writer
+
+    monkeypatch.setattr(attribute_writer, "DIRECT_WRITE_BYTES", 1 << 62)  # never direct
+    through_hdf5 = _write_mixed(tmp_path / "hdf5")
+    calls = []
+    split = attribute_writer._write_split
+    monkeypatch.setattr(attribute_writer, "DIRECT_WRITE_BYTES", 1 << 16)
+    monkeypatch.setattr(
+        attribute_writer, "_write_split", lambda *a: calls.append(a[2]) or split(*a)
+    )
+    direct = _write_mixed(tmp_path / "direct")
+    assert len(calls) >= 7  # the large ones took the direct path
+    assert direct == through_hdf5
+    with h5py.File(tmp_path / "direct" / "rank-00000.h5") as f:
+        flat = f["nominal/iter_0/mb_0/m/forward_output/flat"][()]
+    assert np.array_equal(flat, torch.randn(400_000, generator=_seeded_after_five()).numpy())
+
+
+def _seeded_after_five() -> torch.Generator:
+    """The generator `_write_mixed` used, at the point where it drew "flat"."""
+    g = torch.Generator().manual_seed(7)
+    torch.randn(5, 40000, generator=g)
+    torch.randn(300, 3, 700, generator=g)
+    torch.randn(1000, 600, generator=g)
+    torch.randint(-(2**40), 2**40, (70000, 3), generator=g)
+    torch.rand(2_000_000, generator=g)
+    return g

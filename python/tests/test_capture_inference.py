@@ -185,3 +185,36 @@ def test_dtensor_placements() -> None:
         assert q.combine == "sum" and q.partial_index == 1 and q.global_shape == (3, 8)
     finally:
         dist.destroy_process_group()
+
+
+def test_placement_memo_never_serves_a_changed_placement() -> None:
+    info = ParallelInfo(tp=2, dp=2, tp_rank=1, dp_rank=1)
+    linear = nn.Linear(4, 4)
+    inf = PlacementInference(canonical_names([linear]), info, CallStructure())
+    seq = inf.from_layout((4, 3, 8), Layout("seq"), gradient=False)
+    assert inf.from_layout((4, 3, 8), Layout("seq"), gradient=False) is seq  # memoized
+    assert inf.memo.hits == 1
+    # Another layout, shape, direction or gradient: built anew, not served from the memo.
+    replica = inf.from_layout((4, 3, 8), Layout("replica"), gradient=False)
+    assert replica != seq and replica.combine == "replica"
+    assert inf.from_layout((4, 3, 6), Layout("seq"), gradient=False).global_shape[2] == 6
+    assert inf.from_layout((), Layout("replica"), False, "out").partial_index is not None
+    assert inf.from_layout((), Layout("replica"), False, "in").partial_index is None
+    # The batch size seen decides whether a batch of 1 is a broadcast.
+    before = inf.place((4, 1, 8), Layout("replica"), False)
+    inf.facts.batch_local = 3
+    after = inf.place((4, 1, 8), Layout("replica"), False)
+    assert before[1] == "" and "broadcast" in after[1] and before[0] != after[0]
+    # Parameters: attributes are read on every call.
+    w = linear.weight
+    plain, _ = inf.param_placement(w, tuple(w.shape), linear, "parameter")
+    w.tensor_model_parallel, w.partition_dim = True, 0
+    split, _ = inf.param_placement(w, tuple(w.shape), linear, "parameter")
+    assert plain.global_shape == (4, 4) and split.global_shape == (8, 4)
+    w.partition_dim = 1
+    assert inf.param_placement(w, tuple(w.shape), linear, "parameter")[0].global_shape == (4, 8)
+    grad, _ = inf.param_placement(w, tuple(w.shape), linear, "param_grad")
+    assert grad.combine == "sum" and grad.partial_index == 1  # dp rank 1 of 2
+    # Another run description empties the memo.
+    inf.info = ParallelInfo(tp=1, dp=1)
+    assert inf.param_placement(w, tuple(w.shape), linear, "parameter")[0].global_shape == (4, 4)

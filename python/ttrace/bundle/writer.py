@@ -76,6 +76,10 @@ class BundleWriter:
         self._file: h5py.File | None = h5py.File(self.path, "w", libver=("earliest", "v110"))
         _enlarge_metadata_cache(self._file)
         self._attrs = AttributeWriter()
+        # The same file for large datasets' bytes, written outside the GIL (AttributeWriter).
+        self._fd: int | None = (
+            os.open(self.path, os.O_WRONLY) if hasattr(os, "pwrite") else None
+        )
         self._written: set[str] = set()
         self._bytes = 0
         self.last_path = ""  # the tensor written last
@@ -126,7 +130,7 @@ class BundleWriter:
             # Without a stated partial index every rank's shard is its own partial.
             placement = placement.with_partial(self.rank)
 
-        dataset = self._attrs.create_dataset(self._file, path, stored)
+        dataset = self._attrs.create_dataset(self._file, path, stored, self._fd)
         attrs: dict[str, Any] = {
             "dtype": kind.name,
             "variant": key.variant,
@@ -197,6 +201,9 @@ class BundleWriter:
     def close(self) -> RankRecord:
         """Close the file and return this rank's manifest entry (again on repeated calls)."""
         if self._file is not None:
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
             self._file.close()
             self._file = None
             size, crc = file_checksum(self.path)

@@ -28,7 +28,9 @@ from ttrace.bundle import BundleWriter, Placement, RankRecord, TensorKey
 from ttrace.bundle.rank_status import RankStatus
 
 from .errors import TracerError
+from .host_buffers import HostBuffers
 from .host_copy import wait_ready
+from .phase_times import PhaseTimes
 
 log = logging.getLogger("ttrace.capture")
 
@@ -48,6 +50,9 @@ class AsyncWriter:
         self.status = status
         self._durable_at = time.monotonic()
         self.cap = int(memory_cap_bytes)
+        # Hooks copy into blocks of this pool; a block comes back here once written.
+        self.buffers = HostBuffers(self.cap)
+        self.phases = PhaseTimes()
         self._items: deque = deque()
         self._pending_bytes = 0
         self._cond = threading.Condition()
@@ -138,7 +143,9 @@ class AsyncWriter:
                     self._durable_point()
                 elif self._error is None:
                     wait_ready(tensor)  # a device-to-host copy still in flight
+                    start = time.thread_time()
                     self.writer.write(key, tensor, placement, notes=notes)
+                    self.phases.add("writer_cpu", time.thread_time() - start)
                     self.bytes_written += nbytes
                     self.tensors_written += 1
                     if time.monotonic() - self._durable_at >= DURABLE_SECONDS:
@@ -151,6 +158,8 @@ class AsyncWriter:
                     self._error = TracerError(msg)
                     self._error.__cause__ = exc
             finally:
+                if isinstance(tensor, torch.Tensor):
+                    self.buffers.give_back(tensor)  # written or dropped: never read again
                 with self._cond:
                     self._pending_bytes -= nbytes
                     self._busy = False
@@ -161,12 +170,14 @@ class AsyncWriter:
         record must never claim more than the file holds)."""
         if self.status is None or self._error is not None:
             return
+        start = time.thread_time()
         self.writer.flush()
         self._durable_at = time.monotonic()
         self.status.tensors = self.writer.tensors
         self.status.bytes = self.writer.bytes
         self.status.last_tensor = self.writer.last_path
         self._write_status()
+        self.phases.add("writer_flush_cpu", time.thread_time() - start)
 
     def _write_status(self) -> None:
         assert self.status is not None

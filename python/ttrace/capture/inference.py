@@ -32,6 +32,7 @@ from .mesh_compose import Outer, compose_activation, compose_parameter
 from .mesh_dims import covered_roles
 from .naming import ModuleNames
 from .parallel_info import ParallelInfo
+from .placement_memo import ParamSource, PlacementMemo
 from .run_order import activation_order
 from .shard_math import DimMap, placement_from_dims, two_chunk_indices
 from .tp_styles import StyleLayouts, module_style
@@ -72,6 +73,7 @@ class PlacementInference:
         self.produced: WeakIdKeyDictionary = WeakIdKeyDictionary()
         self._buffers: WeakIdKeyDictionary | None = None  # filled at first use
         self._outer: dict[int, Outer] = {}  # by id of a DTensor's device mesh
+        self.memo = PlacementMemo()
 
     @property
     def grad_scale(self) -> float:
@@ -235,7 +237,17 @@ class PlacementInference:
         self, shape: tuple[int, ...], layout: Layout, gradient: bool, direction: str = "out"
     ) -> tuple[Placement, str]:
         """The placement of a local tensor of `shape` laid out as `layout`, and a note when
-        the batch dimension was judged not split by its size."""
+        the batch dimension was judged not split by its size (memoized: the same tensors
+        come back every step, and building a placement costs more than the copy)."""
+        key = ("act", shape, layout, gradient, direction, self.facts.batch_local)
+        hit = self.memo.get(self.info, key)
+        if hit is None:
+            hit = self.memo.put(key, self._place(shape, layout, gradient, direction))
+        return hit
+
+    def _place(
+        self, shape: tuple[int, ...], layout: Layout, gradient: bool, direction: str
+    ) -> tuple[Placement, str]:
         info = self.info
         if layout.mode == "whole":
             return Placement.full(shape), ""
@@ -366,14 +378,32 @@ class PlacementInference:
     def param_placement(
         self, param: torch.Tensor, shape: Sequence[int], owner: nn.Module | None, kind: str
     ) -> tuple[Placement, float]:
-        info = self.info
+        """(placement, gradient scale) from the parameter's attributes, read on every call
+        (they may change) and memoized by their values."""
         shape = tuple(shape)
-        tp_split = bool(getattr(param, "tensor_model_parallel", False)) and info.tp > 1
+        tp_split = bool(getattr(param, "tensor_model_parallel", False)) and self.info.tp > 1
+        source = ParamSource(
+            tp_split,
+            int(getattr(param, "partition_dim", 0)) if tp_split else 0,
+            self.is_expert_param(param, owner),
+            self.tied_across_pp(param),
+            bool(getattr(param, "sequence_parallel", False)),
+        )
+        key = ("param", shape, kind, source)
+        hit = self.memo.get(self.info, key)
+        if hit is None:
+            hit = self.memo.put(key, self._param_placement(shape, kind, source))
+        return hit
+
+    def _param_placement(
+        self, shape: tuple[int, ...], kind: str, source: ParamSource
+    ) -> tuple[Placement, float]:
+        info = self.info
+        tp_split, expert = source.tp_split, source.expert
         dims = [DimMap.whole(n) for n in shape]
         if tp_split:
-            pd = int(getattr(param, "partition_dim", 0))
+            pd = source.partition_dim
             dims[pd] = DimMap.split(shape[pd], info.tp_rank, info.tp)
-        expert = self.is_expert_param(param, owner)
         data_groups = (
             [(info.edp, info.edp_rank)]
             if expert
@@ -385,11 +415,11 @@ class PlacementInference:
         tp_replicas = 1 if tp_split else info.tp
         # A copy tied across the first and last pipeline stage (tied embeddings): the two
         # stages hold partial sums of its gradient and replicas of everything else.
-        pp_groups = [(2, 0 if info.pp_rank == 0 else 1)] if self.tied_across_pp(param) else []
+        pp_groups = [(2, 0 if info.pp_rank == 0 else 1)] if source.tied_across_pp else []
         replicas = math.prod(n for n, _ in data_groups + pp_groups) * tp_replicas
         if kind == "param_grad":
             groups = list(data_groups) + pp_groups
-            if getattr(param, "sequence_parallel", False) and not tp_split:
+            if source.sequence_parallel and not tp_split:
                 groups.append((info.tp, info.tp_rank))
             parts = math.prod(n for n, _ in groups)
             if parts > 1:

@@ -21,6 +21,7 @@ other micro-batches' forwards (1F1B), are still filed under their own micro-batc
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -34,6 +35,7 @@ from .annotate import param_annotation_of
 from .capture_state import CaptureState
 from .dtensor_placement import is_dtensor
 from .errors import TracerError
+from .host_buffers import HostBuffers
 from .host_copy import to_host
 from .inference import CallEntry, Decision, PlacementInference
 from .layout import Layout
@@ -41,6 +43,7 @@ from .layout_note import LayoutNote
 from .module_table import ModuleTable
 from .naming import ModuleNames
 from .perturbation import Perturbation
+from .phase_times import PhaseTimes
 
 Sink = Callable[[TensorKey, torch.Tensor, Placement | None, LayoutNote | None], None]
 
@@ -120,8 +123,12 @@ class ModuleHooks:
         sink: Sink,
         table: ModuleTable,
         perturbation: Perturbation,
+        buffers: HostBuffers | None = None,
+        phases: PhaseTimes | None = None,
     ) -> None:
         self.names = names
+        self.buffers = buffers  # host copies come from this pool (the writer gives back)
+        self.phases = phases if phases is not None else PhaseTimes()
         self.inference = inference
         self.state = state
         self.sink = sink
@@ -178,17 +185,40 @@ class ModuleHooks:
 
     # --- helpers ----------------------------------------------------------------------------
 
+    def host(self, t: torch.Tensor, scale: float = 1.0) -> torch.Tensor:
+        """The private host copy of `t` (times `scale`) that is handed to the sink."""
+        start = time.perf_counter()
+        host = to_host(t, scale, self.buffers)
+        self.phases.add("host_copy", time.perf_counter() - start)
+        return host
+
+    def activation(self, *args: Any, **kwargs: Any) -> tuple[torch.Tensor, Placement, Decision]:
+        """`PlacementInference.activation`, timed."""
+        start = time.perf_counter()
+        placed = self.inference.activation(*args, **kwargs)
+        self.phases.add("inference", time.perf_counter() - start)
+        return placed
+
+    def queue(self, key: TensorKey, data: torch.Tensor, placement: Any, note: Any) -> None:
+        """Hand a host copy to the sink (the writer), timed: it blocks over the memory cap."""
+        start = time.perf_counter()
+        self.sink(key, data, placement, note)
+        self.phases.add("queue", time.perf_counter() - start)
+
     def _key(self, mb: int, module_name: str, kind: str, index: Any) -> TensorKey:
         s = self.state
         return TensorKey(s.variant, s.iteration, mb, module_name, kind, str(index))
 
     def _guard(self, what: str, fn: Callable[[], Any]) -> Any:
+        start = time.perf_counter()
         try:
             return fn()
         except TracerError:
             raise
         except Exception as exc:
             raise TracerError(f"ttrace: capturing {what} failed: {exc}") from exc
+        finally:
+            self.phases.add("hooks", time.perf_counter() - start)
 
     def param_name(self, p: torch.Tensor) -> tuple[nn.Module, str, str]:
         """(owner module, canonical module name, parameter name); an `alias` annotation
@@ -204,12 +234,14 @@ class ModuleHooks:
 
     def emit_param(self, p: torch.Tensor, tensor: torch.Tensor, kind: str, mb: int) -> None:
         module, mname, pname = self.param_name(p)
+        start = time.perf_counter()
         local, placement, scale = self.inference.parameter(tensor, p, module, kind)
+        self.phases.add("inference", time.perf_counter() - start)
         factor = stored_scale(self.inference, kind, placement, tuple(local.shape), scale)
-        data = to_host(local, factor)
+        data = self.host(local, factor)
         path = self.names.paths.get(module, mname)
         note = self.inference.param_note(p, f"{path}.{pname}" if path else pname)
-        self.sink(self._key(mb, mname, kind, pname), data, placement, note)
+        self.queue(self._key(mb, mname, kind, pname), data, placement, note)
 
     # --- hooks ------------------------------------------------------------------------------
 
@@ -258,7 +290,7 @@ class ModuleHooks:
         for index, a in items:
             if not isinstance(a, torch.Tensor):
                 continue
-            host = to_host(a) if s.wants_kind("forward_input") else None
+            host = self.host(a) if s.wants_kind("forward_input") else None
             slot = InputSlot(index, a, host, primary=not slots)
             slots.append(slot)
             if a.requires_grad and a.is_floating_point() and s.wants_kind("input_grad"):
@@ -289,7 +321,7 @@ class ModuleHooks:
         primary: tuple[Layout | None, tuple[int, ...]] | None = None
         replicated = bool(slots)
         for slot in slots:
-            _, placement, decided = self.inference.activation(
+            _, placement, decided = self.activation(
                 module, "in", slot.index, slot.live, primary=slot.primary
             )
             slot.decided = decided
@@ -299,7 +331,7 @@ class ModuleHooks:
             if slot.host is not None:
                 stored = slot.host.to_local() if is_dtensor(slot.host) else slot.host
                 key = self._key(mb, name, "forward_input", slot.index)
-                self.sink(key, stored, placement, decided.note)
+                self.queue(key, stored, placement, decided.note)
         if primary is None:
             return None
         return CallEntry(primary[0], primary[1], replicated)
@@ -327,7 +359,7 @@ class ModuleHooks:
                 # Parameter): a hook on the leaf would outlive this call and fire at every
                 # later backward. The consumer gets an alias instead, hooked once.
                 t = aliases[i] = t.view_as(t)
-            local, placement, decided = self.inference.activation(
+            local, placement, decided = self.activation(
                 module, "out", i, t, primary=first, entry=entry
             )
             first = False
@@ -335,8 +367,8 @@ class ModuleHooks:
             if s.wants_kind("forward_output"):
                 # Scaled: a per-rank loss.
                 factor = stored_scale(self.inference, "forward_output", placement, tuple(t.shape))
-                data = to_host(local, factor)
-                self.sink(self._key(mb, name, "forward_output", i), data, placement, decided.note)
+                data = self.host(local, factor)
+                self.queue(self._key(mb, name, "forward_output", i), data, placement, decided.note)
             if t.requires_grad and s.wants_kind("output_grad"):
                 t.register_hook(self._output_grad_hook(module, i, mb, decided))
         if aliases:
@@ -352,12 +384,12 @@ class ModuleHooks:
         grad: torch.Tensor,
         decided: Decision | None,
     ) -> None:
-        local, placement, done = self.inference.activation(
+        local, placement, done = self.activation(
             module, direction, index, grad, gradient=True, decided=decided
         )
         factor = stored_scale(self.inference, key.kind, placement, tuple(grad.shape))
-        data = to_host(local, factor)
-        self.sink(key, data, placement, done.note)
+        data = self.host(local, factor)
+        self.queue(key, data, placement, done.note)
 
     def _output_grad_hook(
         self, module: nn.Module, index: int, mb: int, decided: Decision

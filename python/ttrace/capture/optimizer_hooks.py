@@ -23,7 +23,7 @@ from ttrace.bundle import Placement
 
 from .capture_state import CaptureState
 from .dtensor_placement import dtensor_placement, is_dtensor
-from .module_hooks import ModuleHooks, to_host
+from .module_hooks import ModuleHooks
 from .optimizer_config import OptimizerConfigRecorder
 from .optimizer_view import OWNED_ELSEWHERE, OptimizerView
 from .shard_math import flat_ranges_of_box
@@ -100,9 +100,11 @@ class OptimizerHooks:
         combine = "replica" if (info.tp > 1 and not tp_split) or tied else "copy"
         placement = Placement.flat(box.global_shape, ranges, combine=combine)
         flat_local = tensor.reshape(-1)
-        local = to_host(flat_local[start:end] if flat_local.numel() == p.numel() else flat_local)
+        local = self.hooks.host(
+            flat_local[start:end] if flat_local.numel() == p.numel() else flat_local
+        )
         key = self.hooks._key(-1, mname, kind, prefix + pname)
-        self.hooks.sink(key, local, placement, None)
+        self.hooks.queue(key, local, placement, None)
 
     def _qualified_name(self, p: torch.Tensor) -> str | None:
         try:
@@ -174,4 +176,4 @@ class OptimizerHooks:
             source = value if is_dtensor(value) else p
             _, placement, _ = self.hooks.inference.parameter(source, p, module, "optimizer_state")
             local = value.to_local() if is_dtensor(value) else value
-        self.hooks.sink(key, to_host(local), placement, None)
+        self.hooks.queue(key, self.hooks.host(local), placement, None)

@@ -52,6 +52,7 @@ from .optimizer_snapshot import OptimizerSnapshot
 from .parallel_detect import resolve_parallel
 from .parallel_info import ParallelInfo
 from .perturbation import Perturbation
+from .phase_times import PhaseTimes
 from .precision import precision_of
 from .selection import ModuleSpec, select_modules
 from .training_snapshot import TrainingSnapshot
@@ -129,7 +130,14 @@ class Tracer:
         status.write(self.out_dir)
         self.writer = AsyncWriter(writer, memory_cap_bytes, status)
         self.hooks = ModuleHooks(
-            self.names, self.inference, self.state, self._sink, self.table, self.perturbation
+            self.names,
+            self.inference,
+            self.state,
+            self._sink,
+            self.table,
+            self.perturbation,
+            self.writer.buffers,
+            self.writer.phases,
         )
         self.hooks.install(self.roots, self.selected)
         self.opt_hooks = (
@@ -336,6 +344,11 @@ class Tracer:
 
     def flush(self) -> None:
         self.writer.flush()
+
+    @property
+    def phases(self) -> PhaseTimes:
+        """Time spent per capture phase so far (`phase_times`)."""
+        return self.writer.phases
 
     @property
     def bytes_written(self) -> int:
