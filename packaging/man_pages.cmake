@@ -27,6 +27,7 @@ function(ttrace_man_page target description)
 endfunction()
 
 ttrace_man_page(ttrace "compare and validate TTrace trace bundles of training runs")
+ttrace_man_page(ttrace-index "index one TTrace rank file for ttrace (run by the tools)")
 if(TTRACE_BUILD_UI)
   ttrace_man_page(ttrace-explorer "explore where a distributed training run diverges")
 endif()

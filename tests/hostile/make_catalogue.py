@@ -491,6 +491,32 @@ def _(d: Path) -> None:
     refresh(d / C, 1)
 
 
+# Rank files found by fuzzing to crash (H5HG_read) or loop inside libhdf5 1.10 itself: the
+# tools index rank files in a child process, so these are typed errors naming the file.
+RANK_FILE_REGRESSIONS = Path(__file__).resolve().parents[1] / "fuzz/regressions/fuzz_rank_file"
+
+
+def _libhdf5_breaker(regression: str) -> Breaker:
+    def breaker(d: Path) -> None:
+        shutil.copyfile(RANK_FILE_REGRESSIONS / regression, d / C / RANK1)
+        refresh(d / C, 1)
+
+    return breaker
+
+
+case(
+    "libhdf5-segfault",
+    "a rank file whose metadata segfaults libhdf5, CRC recomputed",
+    Expect(2, "index-crashed", RANK1),
+)(_libhdf5_breaker("libhdf5-segv-1"))
+case(
+    "libhdf5-loop",
+    "a rank file whose metadata sends libhdf5 into an endless loop, CRC recomputed",
+    Expect(2, "index-timeout", RANK1),
+    extra={"env": {"TTRACE_INDEX_TIMEOUT_S": "3"}},
+)(_libhdf5_breaker("libhdf5-loop-1"))
+
+
 @case(
     "nan-inf-data", "the candidate holds NaN and Inf", Expect(1, "", "divergent", validate_exit=0)
 )

@@ -63,6 +63,7 @@ def run_tool(tool: str, case: dict[str, Any], root: Path, bins: Path) -> Answer:
     scratch = root / "_scratch" / f"{case['name']}-{tool}"
     scratch.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, QT_QPA_PLATFORM="offscreen", XDG_CACHE_HOME=str(scratch / "cache"))
+    env.update(case.get("extra", {}).get("env", {}))  # e.g. a short indexing deadline
     start = time.monotonic()
     # A new session, so a hung tool and anything it started can be killed as a group.
     proc = subprocess.Popen(

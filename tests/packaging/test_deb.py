@@ -86,11 +86,13 @@ def test_installed_files(root: Path) -> None:
     expected = [
         "bin/ttrace",
         "bin/ttrace-explorer",
+        "bin/ttrace-index",
         f"share/applications/{APP_ID}.desktop",
         f"share/metainfo/{APP_ID}.metainfo.xml",
         f"share/icons/hicolor/scalable/apps/{APP_ID}.svg",
         "share/man/man1/ttrace.1.gz",
         "share/man/man1/ttrace-explorer.1.gz",
+        "share/man/man1/ttrace-index.1.gz",
         "share/doc/ttrace-explorer/copyright",
         "share/doc/ttrace-explorer/changelog.gz",
     ] + [f"share/icons/hicolor/{n}x{n}/apps/{APP_ID}.png" for n in ICON_SIZES]
@@ -100,7 +102,7 @@ def test_installed_files(root: Path) -> None:
         assert png_size(usr / f"share/icons/hicolor/{n}x{n}/apps/{APP_ID}.png") == (n, n)
 
 
-@pytest.mark.parametrize("program", ["ttrace", "ttrace-explorer"])
+@pytest.mark.parametrize("program", ["ttrace", "ttrace-explorer", "ttrace-index"])
 def test_no_missing_library(root: Path, program: str) -> None:
     done = run(["ldd", str(root / "usr" / "bin" / program)])
     assert "not found" not in done.stdout, done.stdout
@@ -112,6 +114,8 @@ def test_man_pages_describe_the_programs(root: Path) -> None:
     assert "validate" in cli and "diff" in cli and VERSION in cli
     explorer = run(["man", "--local-file", "--pager=cat", str(man / "ttrace-explorer.1.gz")])
     assert "--screenshot" in explorer.stdout
+    index = run(["man", "--local-file", "--pager=cat", str(man / "ttrace-index.1.gz")])
+    assert "libhdf5" in index.stdout
 
 
 def test_desktop_entry_and_metainfo_validate(root: Path) -> None:

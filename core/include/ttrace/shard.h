@@ -4,6 +4,7 @@
 #include "ttrace/placement.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace ttrace {
@@ -19,6 +20,10 @@ struct ShardRef {
     // (`annotate_hint`). Empty in older bundles.
     std::string layoutNote;
     std::string annotateHint;
+    // Where the data lies in the rank file when it is stored contiguous, unfiltered and in the
+    // host's own layout: then it is read with pread, and libhdf5 never parses this file's
+    // metadata in the tool's process. Empty for chunked or compressed data.
+    std::optional<std::int64_t> fileOffset;
 
     [[nodiscard]] std::int64_t elements() const { return elementCount(localShape); }
     [[nodiscard]] std::int64_t bytes() const {

@@ -1,9 +1,11 @@
 #include "ttrace/bundle.h"
 
 #include "io/h5_handle.h"
+#include "io/rank_file_reader.h"
 #include "io/shard_index.h"
 #include "ttrace/bundle_error.h"
 
+#include <cstring>
 #include <map>
 #include <utility>
 #include <vector>
@@ -86,44 +88,91 @@ h5::Dataspace placedSpace(const ShardRef& shard) {
     return space;
 }
 
+// Copies a shard's local bytes (row-major) to where its one box or flat range lies in the
+// logical tensor's bytes; the caller checked the geometry with placesDirectly.
+void placeLocalBytes(const ShardRef& shard, std::span<const std::byte> local,
+                     std::span<std::byte> dst) {
+    const auto& p = shard.placement;
+    const auto esize = static_cast<std::size_t>(dtypeSize(shard.dtype));
+    if (p.kind == PlacementKind::Flat) {
+        const auto at = static_cast<std::size_t>(p.ranges.front().globalOffset) * esize;
+        std::memcpy(dst.data() + at, local.data(), local.size());
+        return;
+    }
+    const auto& dims = p.boxes.front().dims;
+    const std::size_t n = p.globalShape.size();
+    std::vector<std::size_t> stride(n, 1);
+    for (std::size_t d = n - 1; d > 0; --d) {
+        stride[d - 1] = stride[d] * static_cast<std::size_t>(p.globalShape[d]);
+    }
+    const auto run = static_cast<std::size_t>(dims[n - 1].length) * esize;
+    std::vector<std::int64_t> at(n, 0); // position inside the box, last dimension fixed at 0
+    for (std::size_t copied = 0; copied < local.size(); copied += run) {
+        std::size_t offset = 0;
+        for (std::size_t d = 0; d < n; ++d) {
+            offset += static_cast<std::size_t>(dims[d].globalStart + at[d]) * stride[d];
+        }
+        std::memcpy(dst.data() + offset * esize, local.data() + copied, run);
+        for (std::size_t d = n - 1; d-- > 0;) { // odometer over every dimension but the last
+            if (++at[d] < dims[d].length) {
+                break;
+            }
+            at[d] = 0;
+        }
+    }
+}
+
 } // namespace
 
 void Bundle::readShardInto(const ShardRef& shard, std::span<std::byte> dst, Target target) const {
     const auto file = rankFile(shard.rank);
     const auto esize = static_cast<std::int64_t>(dtypeSize(shard.dtype));
     const bool placed = target == Target::InTensor && !shard.localShape.empty();
-    const std::int64_t want =
-        target == Target::Contiguous ? shard.bytes()
-                                     : elementCount(shard.placement.globalShape) * esize;
+    const std::int64_t want = target == Target::Contiguous
+                                  ? shard.bytes()
+                                  : elementCount(shard.placement.globalShape) * esize;
     if (static_cast<std::int64_t>(dst.size()) != want ||
         (target == Target::InTensor && !placesDirectly(shard.placement, shard.localShape))) {
         throw BundleError(file.string() + ": " + shard.datasetPath +
                           " does not fit the buffer it is read into");
     }
-    const std::lock_guard lock(h5::apiMutex());
-    h5::silenceErrorPrinting();
-    const hid_t handle = files_->get(file);
-    if (handle < 0) {
-        throw BundleError(file.string() + ": cannot reopen rank " + std::to_string(shard.rank) +
-                          " file: " + h5::lastErrorMessage());
-    }
-    h5::Dataset dataset(H5Dopen2(handle, shard.datasetPath.c_str(), H5P_DEFAULT));
-    if (!dataset) {
-        throw BundleError(file.string() + ": dataset " + shard.datasetPath +
-                          " vanished: " + h5::lastErrorMessage());
-    }
-    if (shard.bytes() == 0) {
+    if (shard.fileOffset) {
+        // Contiguous data where the index found it: no libhdf5 in this process.
+        if (!placed) {
+            readRankFileBytes(file, *shard.fileOffset,
+                              dst.first(static_cast<std::size_t>(shard.bytes())));
+            return;
+        }
+        std::vector<std::byte> local(static_cast<std::size_t>(shard.bytes()));
+        readRankFileBytes(file, *shard.fileOffset, local);
+        placeLocalBytes(shard, local, dst);
         return;
     }
-    // Scalars and contiguous reads need no selection; a placed read selects the shard's box
-    // in a memory space of the logical tensor's shape.
-    const h5::Dataspace memory = placed ? placedSpace(shard) : h5::Dataspace();
-    const hid_t memorySpace = placed ? memory.get() : H5S_ALL;
-    if ((placed && !memory) || H5Dread(dataset.get(), memoryTypeFor(shard.dtype), memorySpace,
-                                       H5S_ALL, H5P_DEFAULT, dst.data()) < 0) {
-        throw BundleError(file.string() + ": reading " + shard.datasetPath +
-                          " failed: " + h5::lastErrorMessage() + " (truncated file?)");
-    }
+}
+const std::lock_guard lock(h5::apiMutex());
+h5::silenceErrorPrinting();
+const hid_t handle = files_->get(file);
+if (handle < 0) {
+    throw BundleError(file.string() + ": cannot reopen rank " + std::to_string(shard.rank) +
+                      " file: " + h5::lastErrorMessage());
+}
+h5::Dataset dataset(H5Dopen2(handle, shard.datasetPath.c_str(), H5P_DEFAULT));
+if (!dataset) {
+    throw BundleError(file.string() + ": dataset " + shard.datasetPath +
+                      " vanished: " + h5::lastErrorMessage());
+}
+if (shard.bytes() == 0) {
+    return;
+}
+// Scalars and contiguous reads need no selection; a placed read selects the shard's box
+// in a memory space of the logical tensor's shape.
+const h5::Dataspace memory = placed ? placedSpace(shard) : h5::Dataspace();
+const hid_t memorySpace = placed ? memory.get() : H5S_ALL;
+if ((placed && !memory) || H5Dread(dataset.get(), memoryTypeFor(shard.dtype), memorySpace, H5S_ALL,
+                                   H5P_DEFAULT, dst.data()) < 0) {
+    throw BundleError(file.string() + ": reading " + shard.datasetPath +
+                      " failed: " + h5::lastErrorMessage() + " (truncated file?)");
+}
 }
 
 } // namespace ttrace

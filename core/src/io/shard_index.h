@@ -1,5 +1,6 @@
 #pragma once
 // Indexing of one rank file: root attribute checks and one ShardRef per tensor dataset.
+#include "io/shard_from_facts.h"
 #include "ttrace/diagnostic.h"
 #include "ttrace/dtype.h"
 #include "ttrace/manifest.h"
@@ -14,19 +15,15 @@
 
 namespace ttrace {
 
-struct IndexedShard {
-    TensorId id;
-    ShardRef shard;
-};
-
 struct RankFileIndex {
     std::vector<IndexedShard> shards;
     std::int64_t bytes = 0;
     bool usable = false; // false: the file could not be opened at all
 };
 
-// Checks the file of `entry` against the manifest and indexes its datasets; every problem is
-// appended to `out` with the file, rank and dataset it concerns.
+// Checks the file of `entry` against the manifest and indexes its datasets (libhdf5 runs in
+// the ttrace-index child, see isolated_index.h); every problem is appended to `out` with the
+// file, rank and dataset it concerns.
 RankFileIndex indexRankFile(const std::filesystem::path& bundleDir, const Manifest& manifest,
                             const RankEntry& entry, Diagnostics& out);
 

@@ -2,7 +2,7 @@
 // Where a dataset's bytes really are. A hostile rank file can declare a dataset of 2^28
 // elements that stores nothing (HDF5 then reads fill values: gigabytes from a kilobyte file),
 // point into other files (external storage, virtual datasets), or lie past the file's end.
-#include <hdf5.h>
+#include "io/rank_facts.h"
 
 #include <cstdint>
 #include <optional>
@@ -14,8 +14,8 @@ namespace ttrace {
 inline constexpr std::int64_t kMaxCompressionRatio = 1024;
 
 // Why the dataset cannot hold `declaredBytes` of data inside a file of `fileBytes`, or
-// nothing. Caller holds the HDF5 API mutex.
-std::optional<std::string> storageProblem(hid_t dataset, std::int64_t declaredBytes,
+// nothing.
+std::optional<std::string> storageProblem(const DatasetFacts& dataset, std::int64_t declaredBytes,
                                           std::int64_t fileBytes);
 
 } // namespace ttrace
