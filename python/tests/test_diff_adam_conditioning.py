@@ -43,10 +43,14 @@ def bundle(out: Path, role: str, tensors: dict[str, tuple[np.ndarray, np.ndarray
         for variant, (grad, after) in tensors.items():
             for kind, value in (("main_grad", grad), ("param_after_step", after)):
                 w.write(TensorKey(variant, 0, -1, "fc", kind, "weight"), value.astype(np.float32))
+            # The next step reads the parameter this step left (the state carries the term).
+            w.write(
+                TensorKey(variant, 1, -1, "fc", "parameter", "weight"), after.astype(np.float32)
+            )
         record = w.close()
     write_manifest(
         out, role=role, world_size=1, parallel={}, precision="fp32", variants=list(tensors),
-        modules=[{"name": "fc", "order": 0, "depth": 0, "type": "Linear"}], iterations=[0],
+        modules=[{"name": "fc", "order": 0, "depth": 0, "type": "Linear"}], iterations=[0, 1],
         micro_batches=1, ranks=[record], optimizer=SECTION,
     )  # fmt: skip
     return out
@@ -73,6 +77,8 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 def diff(ref: Path, cand: Path, conditioning: bool) -> tuple[int, dict]:
+    """(exit code, the param_after_step result); the next step's parameter, the same values,
+    must get the same verdict (terms carry with the state like floors do)."""
     env = dict(os.environ)
     env.pop("TTRACE_NO_OPTIMIZER_CONDITIONING", None)
     if not conditioning:
@@ -83,6 +89,8 @@ def diff(ref: Path, cand: Path, conditioning: bool) -> tuple[int, dict]:
     assert proc.returncode in (0, 1), proc.stderr
     rep = json.loads(report.read_text())
     (after,) = [t for t in rep["tensors"] if t["id"]["kind"] == "param_after_step"]
+    (parameter,) = [t for t in rep["tensors"] if t["id"]["kind"] == "parameter"]
+    assert parameter["status"] == after["status"], (parameter, after)
     return proc.returncode, after
 
 
