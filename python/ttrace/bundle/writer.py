@@ -77,9 +77,7 @@ class BundleWriter:
         _enlarge_metadata_cache(self._file)
         self._attrs = AttributeWriter()
         # The same file for large datasets' bytes, written outside the GIL (AttributeWriter).
-        self._fd: int | None = (
-            os.open(self.path, os.O_WRONLY) if hasattr(os, "pwrite") else None
-        )
+        self._fd: int | None = os.open(self.path, os.O_WRONLY) if hasattr(os, "pwrite") else None
         self._written: set[str] = set()
         self._bytes = 0
         self.last_path = ""  # the tensor written last
