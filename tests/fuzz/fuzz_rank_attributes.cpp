@@ -2,7 +2,13 @@
 // two-rank bundle, which is then opened and merged like a front end does. The base bundle is
 // the one make_seeds.py writes (its manifest records no size or CRC-32, so edited files reach
 // the indexer); TTRACE_FUZZ_BASE overrides the directory built in at configure time.
+// The tools run the extractor in a child process (ttrace-index), where ASan reports would
+// only be an exit status: it also runs here, in-process, on these structurally valid files
+// (libhdf5 itself copes with them), and its facts must survive the wire format unchanged.
 #include "bundle_probe.h"
+#include "io/h5_handle.h"
+#include "io/index_wire.h"
+#include "io/rank_extract.h"
 #include "rank_file_edits.h"
 #include "scratch_dir.h"
 
@@ -14,6 +20,7 @@
 #include <fstream>
 #include <iterator>
 #include <memory>
+#include <mutex>
 #include <string>
 
 namespace {
@@ -68,6 +75,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         ttrace::fuzz::ByteReader in(data, size);
         ttrace::fuzz::applyEdits(file, b.targets, in);
         H5Fclose(file);
+    }
+    {
+        const std::lock_guard lock(ttrace::h5::apiMutex());
+        const auto wire = ttrace::encodeRankFacts(ttrace::extractRankFacts(rankFile));
+        std::string why;
+        const auto decoded = ttrace::decodeRankFacts(wire, why);
+        if (!decoded || ttrace::encodeRankFacts(*decoded) != wire) {
+            __builtin_trap(); // what the child prints, the parent must read back as it was
+        }
     }
     ttrace::fuzz::probeBundle(b.dir.path());
     return 0;

@@ -20,12 +20,20 @@ BIN_DIR = Path(os.environ.get("TTRACE_BIN_DIR", HERE.parents[1] / "build" / "bin
 CASES = [c.name for c, _ in make_catalogue.CASES]
 
 
+Answers = dict[str, dict[str, run_catalogue.Answer]]
+
+
 @pytest.fixture(scope="module")
-def answers(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, run_catalogue.Answer]]:
+def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if not (BIN_DIR / "ttrace-explorer").exists():
         pytest.skip(f"no ttrace-explorer in {BIN_DIR} (built without the UI)")
-    root = tmp_path_factory.mktemp("hostile")
-    make_catalogue.build(root)
+    where = tmp_path_factory.mktemp("hostile")
+    make_catalogue.build(where)
+    return where
+
+
+@pytest.fixture(scope="module")
+def answers(root: Path) -> Answers:
     return run_catalogue.run_all(root, BIN_DIR, workers=4)
 
 
@@ -39,6 +47,15 @@ def test_case_answers_alike(name: str, answers: dict[str, dict[str, run_catalogu
         for tool, a in answers[name].items()
     )
     assert not wrong, f"{case.what}: " + "; ".join(wrong) + "\n" + detail
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_case_memory_bounded(name: str, root: Path, answers: Answers) -> None:
+    """Peak memory (the tool and the indexer it runs) grows by at most twice the bundle's size
+    plus a fixed allowance over the same tool on the untouched pair."""
+    case = next(c for c in run_catalogue.load_cases(root) if c["name"] == name)
+    wrong = run_catalogue.memory_problems(root, case, answers[name], answers["_base"])
+    assert not wrong, "; ".join(wrong)
 
 
 def test_catalogue_covers_the_issue() -> None:

@@ -115,7 +115,7 @@ def test_man_pages_describe_the_programs(root: Path) -> None:
     explorer = run(["man", "--local-file", "--pager=cat", str(man / "ttrace-explorer.1.gz")])
     assert "--screenshot" in explorer.stdout
     index = run(["man", "--local-file", "--pager=cat", str(man / "ttrace-index.1.gz")])
-    assert "libhdf5" in index.stdout
+    assert "RANK_FILE.h5" in index.stdout and "TTRACE_INDEX_TIMEOUT_S" in index.stdout
 
 
 def test_desktop_entry_and_metainfo_validate(root: Path) -> None:

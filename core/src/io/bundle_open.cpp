@@ -5,8 +5,11 @@
 #include "ttrace/bundle.h"
 #include "ttrace/capture_status.h"
 
+#include <algorithm>
+#include <future>
 #include <set>
 #include <string>
+#include <thread>
 
 namespace ttrace {
 namespace {
@@ -110,20 +113,48 @@ void checkModules(const std::filesystem::path& dir, const Manifest& manifest,
 
 } // namespace
 
+namespace {
+
+// Rank files are indexed by child processes (ttrace-index), a few at a time: spawning one per
+// file costs milliseconds that add up over many ranks, and hung children time out together.
+std::size_t indexersAtOnce() {
+    return std::clamp<std::size_t>(std::thread::hardware_concurrency(), 1, 8);
+}
+
+struct RankResult {
+    RankFileIndex index;
+    Diagnostics diagnostics;
+};
+
+} // namespace
+
 void indexBundle(const std::filesystem::path& dir, Manifest manifest, const ProgressFn& progress,
                  const TensorFilter& keep, BundleOpenResult& result, std::size_t& leftOut) {
     Bundle::TensorIndex index;
     const auto total = manifest.ranks.size();
-    for (std::size_t i = 0; i < total; ++i) {
-        const auto& entry = manifest.ranks[i];
-        if (progress && !progress(static_cast<double>(i) / static_cast<double>(total),
-                                  "indexing " + entry.file)) {
+    const auto batch = indexersAtOnce();
+    for (std::size_t first = 0; first < total; first += batch) {
+        if (progress && !progress(static_cast<double>(first) / static_cast<double>(total),
+                                  "indexing " + manifest.ranks[first].file)) {
             result.cancelled = true;
             return;
         }
-        auto rankIndex = indexRankFile(dir, manifest, entry, result.diagnostics);
-        for (auto& item : rankIndex.shards) {
-            index[item.id].push_back(std::move(item.shard));
+        std::vector<std::future<RankResult>> jobs;
+        for (std::size_t i = first; i < std::min(total, first + batch); ++i) {
+            jobs.push_back(std::async(std::launch::async, [&dir, &manifest, i] {
+                RankResult r;
+                r.index = indexRankFile(dir, manifest, manifest.ranks[i], r.diagnostics);
+                return r;
+            }));
+        }
+        // In rank order, so diagnostics and shard order do not depend on timing.
+        for (auto& job : jobs) {
+            auto rank = job.get();
+            result.diagnostics.insert(result.diagnostics.end(), rank.diagnostics.begin(),
+                                      rank.diagnostics.end());
+            for (auto& item : rank.index.shards) {
+                index[item.id].push_back(std::move(item.shard));
+            }
         }
     }
     if (keep) {
