@@ -148,31 +148,30 @@ void Bundle::readShardInto(const ShardRef& shard, std::span<std::byte> dst, Targ
         placeLocalBytes(shard, local, dst);
         return;
     }
-}
-const std::lock_guard lock(h5::apiMutex());
-h5::silenceErrorPrinting();
-const hid_t handle = files_->get(file);
-if (handle < 0) {
-    throw BundleError(file.string() + ": cannot reopen rank " + std::to_string(shard.rank) +
-                      " file: " + h5::lastErrorMessage());
-}
-h5::Dataset dataset(H5Dopen2(handle, shard.datasetPath.c_str(), H5P_DEFAULT));
-if (!dataset) {
-    throw BundleError(file.string() + ": dataset " + shard.datasetPath +
-                      " vanished: " + h5::lastErrorMessage());
-}
-if (shard.bytes() == 0) {
-    return;
-}
-// Scalars and contiguous reads need no selection; a placed read selects the shard's box
-// in a memory space of the logical tensor's shape.
-const h5::Dataspace memory = placed ? placedSpace(shard) : h5::Dataspace();
-const hid_t memorySpace = placed ? memory.get() : H5S_ALL;
-if ((placed && !memory) || H5Dread(dataset.get(), memoryTypeFor(shard.dtype), memorySpace, H5S_ALL,
-                                   H5P_DEFAULT, dst.data()) < 0) {
-    throw BundleError(file.string() + ": reading " + shard.datasetPath +
-                      " failed: " + h5::lastErrorMessage() + " (truncated file?)");
-}
+    const std::lock_guard lock(h5::apiMutex());
+    h5::silenceErrorPrinting();
+    const hid_t handle = files_->get(file);
+    if (handle < 0) {
+        throw BundleError(file.string() + ": cannot reopen rank " + std::to_string(shard.rank) +
+                          " file: " + h5::lastErrorMessage());
+    }
+    h5::Dataset dataset(H5Dopen2(handle, shard.datasetPath.c_str(), H5P_DEFAULT));
+    if (!dataset) {
+        throw BundleError(file.string() + ": dataset " + shard.datasetPath +
+                          " vanished: " + h5::lastErrorMessage());
+    }
+    if (shard.bytes() == 0) {
+        return;
+    }
+    // Scalars and contiguous reads need no selection; a placed read selects the shard's box
+    // in a memory space of the logical tensor's shape.
+    const h5::Dataspace memory = placed ? placedSpace(shard) : h5::Dataspace();
+    const hid_t memorySpace = placed ? memory.get() : H5S_ALL;
+    if ((placed && !memory) || H5Dread(dataset.get(), memoryTypeFor(shard.dtype), memorySpace,
+                                       H5S_ALL, H5P_DEFAULT, dst.data()) < 0) {
+        throw BundleError(file.string() + ": reading " + shard.datasetPath +
+                          " failed: " + h5::lastErrorMessage() + " (truncated file?)");
+    }
 }
 
 } // namespace ttrace
