@@ -7,6 +7,8 @@
 #include "ttrace/report_json.h"
 #include "ttrace/report_markdown.h"
 
+#include "bundle_edits.h"
+
 #include <QtTest>
 
 #include <hdf5.h>
@@ -20,6 +22,9 @@
 
 using namespace ttrace;
 namespace fs = std::filesystem;
+
+using ttrace::test::forgetChecksums;
+using ttrace::test::scaleDataset;
 
 namespace {
 
@@ -50,47 +55,6 @@ const TensorResult* find(const DiffResult& r, const std::string& module, TensorK
         }
     }
     return nullptr;
-}
-
-// Scales one float32 dataset of a rank file in place by (1 + delta): a subtle wrong scale.
-bool scaleDataset(const fs::path& file, const std::string& path, double delta) {
-    H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
-    const hid_t f = H5Fopen(file.string().c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
-    if (f < 0) {
-        return false;
-    }
-    const hid_t ds = H5Dopen2(f, path.c_str(), H5P_DEFAULT);
-    bool ok = ds >= 0;
-    if (ok) {
-        const hid_t space = H5Dget_space(ds);
-        std::vector<float> v(static_cast<std::size_t>(H5Sget_simple_extent_npoints(space)));
-        ok = H5Dread(ds, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data()) >= 0;
-        for (auto& x : v) {
-            x = static_cast<float>(static_cast<double>(x) * (1.0 + delta));
-        }
-        ok = ok && H5Dwrite(ds, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data()) >= 0;
-        H5Sclose(space);
-        H5Dclose(ds);
-    }
-    H5Fclose(f);
-    return ok;
-}
-
-// The edit above plays a buggy run that wrote these values; such a bundle's manifest records
-// the checksum of what was written. Dropping the recorded size and CRC-32 (optional fields)
-// keeps the reader from taking the edit for damage in copying.
-bool forgetChecksums(const fs::path& bundle) {
-    std::ifstream in(bundle / "manifest.json");
-    auto manifest = nlohmann::json::parse(in, nullptr, false);
-    if (manifest.is_discarded()) {
-        return false;
-    }
-    for (auto& rank : manifest["ranks"]) {
-        rank.erase("file_size");
-        rank.erase("crc32");
-    }
-    std::ofstream(bundle / "manifest.json") << manifest.dump(2);
-    return true;
 }
 
 } // namespace

@@ -7,6 +7,8 @@
 #include "ttrace/bundle.h"
 #include "ttrace/merge.h"
 
+#include "bundle_edits.h"
+
 #include <QtTest>
 
 #include <hdf5.h>
@@ -21,11 +23,13 @@
 using namespace ttrace;
 namespace fs = std::filesystem;
 
+using ttrace::test::forgetChecksums;
+using ttrace::test::scaleDataset;
+
 namespace {
 
 fs::path demoCandidate() {
-    return fs::path(qEnvironmentVariable("TTRACE_DEMO_DIR").toStdString()) / "clean" /
-           "candidate";
+    return fs::path(qEnvironmentVariable("TTRACE_DEMO_DIR").toStdString()) / "clean" / "candidate";
 }
 
 // The element-wise merge of the same shards, read one by one (the path before direct reads).
@@ -55,44 +59,6 @@ bool sameTensor(const FullTensor& a, const FullTensor& b) {
             return false;
         }
     }
-    return true;
-}
-
-// Multiplies one float32 dataset of a rank file by (1 + delta) in place.
-bool scaleDataset(const fs::path& file, const std::string& path, double delta) {
-    H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
-    const hid_t f = H5Fopen(file.string().c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
-    const hid_t ds = f < 0 ? -1 : H5Dopen2(f, path.c_str(), H5P_DEFAULT);
-    bool ok = ds >= 0;
-    if (ok) {
-        const hid_t space = H5Dget_space(ds);
-        std::vector<float> v(static_cast<std::size_t>(H5Sget_simple_extent_npoints(space)));
-        ok = H5Dread(ds, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data()) >= 0;
-        for (auto& x : v) {
-            x = static_cast<float>(static_cast<double>(x) * (1.0 + delta));
-        }
-        ok = ok && H5Dwrite(ds, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data()) >= 0;
-        H5Sclose(space);
-        H5Dclose(ds);
-    }
-    if (f >= 0) {
-        H5Fclose(f);
-    }
-    return ok;
-}
-
-// The edit plays a run that wrote other values: its manifest would record their checksums.
-bool forgetChecksums(const fs::path& bundle) {
-    std::ifstream in(bundle / "manifest.json");
-    auto manifest = nlohmann::json::parse(in, nullptr, false);
-    if (manifest.is_discarded()) {
-        return false;
-    }
-    for (auto& rank : manifest["ranks"]) {
-        rank.erase("file_size");
-        rank.erase("crc32");
-    }
-    std::ofstream(bundle / "manifest.json") << manifest.dump(2);
     return true;
 }
 
@@ -178,8 +144,8 @@ private slots:
             }
         }
         QVERIFY(copy);
-        QVERIFY(scaleDataset(dir / bundle_->rankFile(copy->rank).filename(), copy->datasetPath,
-                             1e-3));
+        QVERIFY(
+            scaleDataset(dir / bundle_->rankFile(copy->rank).filename(), copy->datasetPath, 1e-3));
         QVERIFY(forgetChecksums(dir));
         const auto edited = openBundle(dir);
         QVERIFY(edited.ok());
