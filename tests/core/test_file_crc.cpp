@@ -33,8 +33,8 @@ std::uint32_t wholeCrc(const std::vector<char>& bytes) {
 }
 
 void writeFile(const fs::path& file, const std::vector<char>& bytes) {
-    std::ofstream(file, std::ios::binary).write(bytes.data(),
-                                                static_cast<std::streamsize>(bytes.size()));
+    std::ofstream(file, std::ios::binary)
+        .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
 }
 
 } // namespace
@@ -53,8 +53,8 @@ private slots:
     void cleanupTestCase() { fs::remove_all(dir_); }
     void piecewiseEqualsWhole() {
         const std::size_t piece = 4096;
-        for (const std::size_t size : {std::size_t{0}, std::size_t{1}, piece - 1, piece,
-                                       piece + 1, 3 * piece + 17, 7 * piece}) {
+        for (const std::size_t size : {std::size_t{0}, std::size_t{1}, piece - 1, piece, piece + 1,
+                                       3 * piece + 17, 7 * piece}) {
             const auto bytes = randomBytes(size, static_cast<unsigned>(size));
             const auto file = dir_ / ("f" + std::to_string(size));
             writeFile(file, bytes);

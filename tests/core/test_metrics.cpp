@@ -56,9 +56,7 @@ bool sameHistogram(const ErrorHistogram& a, const ErrorHistogram& b) {
 // A float32 tensor stored as bytes, and the same decoded as the element-wise path holds it.
 struct Stored {
     std::vector<float> values;
-    std::span<const std::byte> bytes() const {
-        return std::as_bytes(std::span(values));
-    }
+    std::span<const std::byte> bytes() const { return std::as_bytes(std::span(values)); }
     StoredTensor view() const { return {DType::Float32, bytes()}; }
     std::vector<double> decoded() const { return {values.begin(), values.end()}; }
 };
@@ -91,7 +89,6 @@ std::vector<DecodedShard> columnShards(const std::vector<double>& values, std::i
     }
     return shards;
 }
-
 
 } // namespace
 

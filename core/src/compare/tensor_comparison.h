@@ -42,8 +42,8 @@ TensorResult compareTensor(const ComparisonContext& context, const TensorId& id,
 
 // The tolerance of a tensor whose reference is stored as `referenceDtype`, given the noise
 // floor measured from its perturbed variants (if any).
-Tolerance toleranceFor(const ComparisonContext& context, const TensorId& id,
-                       DType referenceDtype, std::optional<NoiseFloor> floor);
+Tolerance toleranceFor(const ComparisonContext& context, const TensorId& id, DType referenceDtype,
+                       std::optional<NoiseFloor> floor);
 
 // The effective floor of a reference state tensor alone (no candidate needed): used to carry
 // floors through iterations a filtered diff does not compare.

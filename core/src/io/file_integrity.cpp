@@ -10,9 +10,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cstdio>
-#include <atomic>
 #include <algorithm>
+#include <atomic>
+#include <cstdio>
 #include <map>
 #include <mutex>
 #include <vector>

@@ -33,7 +33,7 @@ struct IntegrityProblem {
 
 // Why the file does not match the recorded size/CRC-32 (either may be absent), or nothing.
 std::optional<IntegrityProblem> checkFileIntegrity(const std::filesystem::path& file,
-                                              std::int64_t expectedSize,
-                                              std::optional<std::uint32_t> expectedCrc);
+                                                   std::int64_t expectedSize,
+                                                   std::optional<std::uint32_t> expectedCrc);
 
 } // namespace ttrace

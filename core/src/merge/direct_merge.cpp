@@ -37,11 +37,11 @@ bool sameRegion(const Placement& a, const Placement& b) {
 bool readableInPlace(const std::vector<const ShardRef*>& shards) {
     const auto& first = *shards.front();
     return std::all_of(shards.begin(), shards.end(), [&](const ShardRef* s) {
-        return s->placement.globalShape == first.placement.globalShape &&
-               s->dtype == first.dtype && s->placement.combine == first.placement.combine &&
+        return s->placement.globalShape == first.placement.globalShape && s->dtype == first.dtype &&
+               s->placement.combine == first.placement.combine &&
                s->placement.combine != Combine::Sum &&
-               !checkPlacement(s->placement, s->localShape) &&
-               withinGlobalShape(s->placement) && placesDirectly(s->placement, s->localShape);
+               !checkPlacement(s->placement, s->localShape) && withinGlobalShape(s->placement) &&
+               placesDirectly(s->placement, s->localShape);
     });
 }
 
@@ -63,9 +63,9 @@ bool replicaAgrees(const Bundle& bundle, const ShardRef& shard, const DirectTens
     bool same = true;
     forEachRun(shard.placement, shard.localShape,
                [&](std::int64_t local, std::int64_t global, std::int64_t count) {
-                   same = same && std::memcmp(own.data() + local * esize,
-                                              t.raw.data() + global * esize,
-                                              static_cast<std::size_t>(count) * esize) == 0;
+                   same = same &&
+                          std::memcmp(own.data() + local * esize, t.raw.data() + global * esize,
+                                      static_cast<std::size_t>(count) * esize) == 0;
                });
     return same;
 }
@@ -120,10 +120,10 @@ FullTensor toFullTensor(const TensorId& id, const DirectTensor& direct) {
     full.values.resize(direct.raw.size() / esize);
     tbb::parallel_for(tbb::blocked_range<std::size_t>(0, full.values.size(), kDecodeGrain),
                       [&](const tbb::blocked_range<std::size_t>& r) {
-                          decodeElements(direct.dtype,
-                                         direct.raw.span().subspan(r.begin() * esize,
-                                                                   r.size() * esize),
-                                         std::span(full.values).subspan(r.begin(), r.size()));
+                          decodeElements(
+                              direct.dtype,
+                              direct.raw.span().subspan(r.begin() * esize, r.size() * esize),
+                              std::span(full.values).subspan(r.begin(), r.size()));
                       });
     full.rawBits.assign(direct.raw.data(), direct.raw.data() + direct.raw.size());
     for (const auto* s : direct.shards) {
