@@ -1,5 +1,7 @@
 #include "io/child_process.h"
 
+#include "io/unique_fd.h"
+
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
@@ -16,25 +18,6 @@ namespace ttrace {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-class Fd {
-public:
-    explicit Fd(int fd = -1)
-        : fd_(fd) {}
-    Fd(const Fd&) = delete;
-    Fd& operator=(const Fd&) = delete;
-    ~Fd() { reset(); }
-    void reset() {
-        if (fd_ >= 0) {
-            ::close(fd_);
-            fd_ = -1;
-        }
-    }
-    [[nodiscard]] int get() const { return fd_; }
-
-private:
-    int fd_;
-};
 
 int msLeft(Clock::time_point deadline) {
     const auto left =
@@ -126,8 +109,8 @@ ChildResult runChild(const std::filesystem::path& program, const std::vector<std
         result.error = std::string("cannot create a pipe: ") + std::strerror(errno);
         return result;
     }
-    Fd readEnd(fds[0]);
-    Fd writeEnd(fds[1]);
+    UniqueFd readEnd(fds[0]);
+    UniqueFd writeEnd(fds[1]);
     const pid_t pid = spawn(program, args, writeEnd.get(), result.error);
     writeEnd.reset(); // the child holds its own copy; EOF comes when it exits
     if (pid < 0) {

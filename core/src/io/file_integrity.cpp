@@ -1,5 +1,6 @@
 #include "io/file_integrity.h"
 #include "io/regular_file.h"
+#include "io/unique_fd.h"
 
 #include <tbb/enumerable_thread_specific.h>
 #include <tbb/parallel_for.h>
@@ -74,24 +75,6 @@ CrcMemo& crcMemo() {
     return memo;
 }
 
-// An open file descriptor, closed on scope exit.
-class Fd {
-public:
-    explicit Fd(const std::filesystem::path& file)
-        : fd_(::open(file.c_str(), O_RDONLY | O_CLOEXEC)) {}
-    ~Fd() {
-        if (fd_ >= 0) {
-            ::close(fd_);
-        }
-    }
-    Fd(const Fd&) = delete;
-    Fd& operator=(const Fd&) = delete;
-    [[nodiscard]] int get() const { return fd_; }
-
-private:
-    int fd_ = -1;
-};
-
 // CRC-32 of bytes [offset, offset + length) of the file; nothing when fewer can be read.
 std::optional<uLong> pieceCrc(int fd, off_t offset, std::size_t length, std::vector<Bytef>& buf) {
     buf.resize(length);
@@ -112,7 +95,7 @@ std::optional<std::uint32_t> readCrc32(const std::filesystem::path& file, std::s
     if (fileKind(file) != FileKind::Regular || piece == 0) {
         return std::nullopt;
     }
-    const Fd fd(file);
+    const UniqueFd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
     struct stat st {};
     if (fd.get() < 0 || ::fstat(fd.get(), &st) != 0) {
         return std::nullopt;

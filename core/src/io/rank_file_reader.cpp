@@ -1,5 +1,7 @@
 #include "io/rank_file_reader.h"
 
+#include "io/unique_fd.h"
+
 #include "ttrace/bundle_error.h"
 #include "ttrace/checked_math.h"
 
@@ -13,24 +15,6 @@
 namespace ttrace {
 namespace {
 
-class ReadOnlyFile {
-public:
-    explicit ReadOnlyFile(const std::filesystem::path& file)
-        // O_NONBLOCK: a rank file swapped for a FIFO since opening must not block the open.
-        : fd_(::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK)) {}
-    ReadOnlyFile(const ReadOnlyFile&) = delete;
-    ReadOnlyFile& operator=(const ReadOnlyFile&) = delete;
-    ~ReadOnlyFile() {
-        if (fd_ >= 0) {
-            ::close(fd_);
-        }
-    }
-    [[nodiscard]] int get() const { return fd_; }
-
-private:
-    int fd_;
-};
-
 [[noreturn]] void fail(const std::filesystem::path& file, const std::string& why) {
     throw BundleError(file.string() + ": " + why);
 }
@@ -39,7 +23,8 @@ private:
 
 void readRankFileBytes(const std::filesystem::path& file, std::int64_t offset,
                        std::span<std::byte> out) {
-    const ReadOnlyFile fd(file);
+    // O_NONBLOCK: a rank file swapped for a FIFO since opening must not block the open.
+    const UniqueFd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
     if (fd.get() < 0) {
         fail(file, std::string("cannot reopen the rank file: ") + std::strerror(errno));
     }

@@ -1,5 +1,7 @@
 #include "io/regular_file.h"
 
+#include "io/unique_fd.h"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -22,24 +24,6 @@ FileKind kindOf(const struct stat& st) {
     }
     return FileKind::Other;
 }
-
-// Closes the descriptor on every return path.
-class Fd {
-public:
-    explicit Fd(int fd)
-        : fd_(fd) {}
-    Fd(const Fd&) = delete;
-    Fd& operator=(const Fd&) = delete;
-    ~Fd() {
-        if (fd_ >= 0) {
-            ::close(fd_);
-        }
-    }
-    [[nodiscard]] int get() const { return fd_; }
-
-private:
-    int fd_;
-};
 
 } // namespace
 
@@ -65,7 +49,7 @@ const char* fileKindName(FileKind kind) {
 SmallFile readSmallFile(const std::filesystem::path& path, std::int64_t maxBytes) {
     SmallFile out;
     // O_NONBLOCK: opening a FIFO for reading must not wait for a writer.
-    const Fd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+    const UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
     if (fd.get() < 0) {
         out.error = std::strerror(errno);
         return out;
