@@ -7,6 +7,7 @@
 
 #include <cstring>
 #include <map>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -88,23 +89,52 @@ h5::Dataspace placedSpace(const ShardRef& shard) {
     return space;
 }
 
-// Copies a shard's local bytes (row-major) to where its one box or flat range lies in the
-// logical tensor's bytes; the caller checked the geometry with placesDirectly.
+// Row-major element strides of the logical tensor.
+std::vector<std::size_t> stridesOf(const Shape& shape) {
+    std::vector<std::size_t> stride(shape.size(), 1);
+    for (std::size_t d = shape.size(); d-- > 1;) {
+        stride[d - 1] = stride[d] * static_cast<std::size_t>(shape[d]);
+    }
+    return stride;
+}
+
+// Where a shard's bytes start in the logical tensor's bytes when they are one run there (a
+// flat range, or a box that is full in every dimension after its last partial one and one
+// element wide before it: a row split); nothing for a strided box (a column split).
+std::optional<std::size_t> contiguousByteOffset(const ShardRef& shard) {
+    const auto& p = shard.placement;
+    const auto esize = static_cast<std::size_t>(dtypeSize(shard.dtype));
+    if (p.kind == PlacementKind::Flat) {
+        return static_cast<std::size_t>(p.ranges.front().globalOffset) * esize;
+    }
+    const auto& dims = p.boxes.front().dims;
+    std::size_t partial = 0; // the last dimension the box does not span whole
+    for (std::size_t d = 0; d < dims.size(); ++d) {
+        if (dims[d].length != p.globalShape[d]) {
+            partial = d;
+        }
+    }
+    const auto stride = stridesOf(p.globalShape);
+    std::size_t offset = 0;
+    for (std::size_t d = 0; d < dims.size(); ++d) {
+        if (d < partial && dims[d].length != 1) {
+            return std::nullopt;
+        }
+        offset += static_cast<std::size_t>(dims[d].globalStart) * stride[d];
+    }
+    return offset * esize;
+}
+
+// Copies a strided box's local bytes (row-major) to where the box lies in the logical
+// tensor's bytes, a run of its last dimension at a time; the caller checked the geometry
+// with placesDirectly.
 void placeLocalBytes(const ShardRef& shard, std::span<const std::byte> local,
                      std::span<std::byte> dst) {
     const auto& p = shard.placement;
     const auto esize = static_cast<std::size_t>(dtypeSize(shard.dtype));
-    if (p.kind == PlacementKind::Flat) {
-        const auto at = static_cast<std::size_t>(p.ranges.front().globalOffset) * esize;
-        std::memcpy(dst.data() + at, local.data(), local.size());
-        return;
-    }
     const auto& dims = p.boxes.front().dims;
     const std::size_t n = p.globalShape.size();
-    std::vector<std::size_t> stride(n, 1);
-    for (std::size_t d = n - 1; d > 0; --d) {
-        stride[d - 1] = stride[d] * static_cast<std::size_t>(p.globalShape[d]);
-    }
+    const auto stride = stridesOf(p.globalShape);
     const auto run = static_cast<std::size_t>(dims[n - 1].length) * esize;
     std::vector<std::int64_t> at(n, 0); // position inside the box, last dimension fixed at 0
     for (std::size_t copied = 0; copied < local.size(); copied += run) {
@@ -143,7 +173,12 @@ void Bundle::readShardInto(const ShardRef& shard, std::span<std::byte> dst, Targ
                               dst.first(static_cast<std::size_t>(shard.bytes())));
             return;
         }
-        std::vector<std::byte> local(static_cast<std::size_t>(shard.bytes()));
+        const auto bytes = static_cast<std::size_t>(shard.bytes());
+        if (const auto at = contiguousByteOffset(shard)) {
+            readRankFileBytes(file, *shard.fileOffset, dst.subspan(*at, bytes));
+            return;
+        }
+        std::vector<std::byte> local(bytes);
         readRankFileBytes(file, *shard.fileOffset, local);
         placeLocalBytes(shard, local, dst);
         return;
