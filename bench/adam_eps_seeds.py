@@ -27,7 +27,11 @@ import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-TTRACE = Path(os.environ.get("TTRACE_BIN", REPO / "build" / "bin" / "ttrace"))
+TTRACE = (  # the CLI under test: CTest's TTRACE_BIN_DIR first, as bench/zoo_lib.py
+    Path(os.environ["TTRACE_BIN_DIR"]) / "ttrace"
+    if os.environ.get("TTRACE_BIN_DIR")
+    else Path(os.environ.get("TTRACE_BIN", REPO / "build" / "bin" / "ttrace"))
+)
 STATE_KINDS = {"param_after_step", "optimizer_state", "parameter"}
 
 

@@ -17,7 +17,20 @@ sys.path.insert(0, str(REPO / "tests" / "localize"))
 from localize_e2e import ServingJob  # noqa: E402  (one serving-job lifecycle for tests and bench)
 
 ROUTING_FILE = "routing.pt"  # examples/gpt/routing_replay.py FILENAME, beside the bundle
-TTRACE = Path(os.environ.get("TTRACE_BIN", REPO / "build" / "bin" / "ttrace"))
+# CTest's TTRACE_BIN_DIR (the build under test) first: another build folder's binary may be stale.
+TTRACE = (
+    Path(os.environ["TTRACE_BIN_DIR"]) / "ttrace"
+    if os.environ.get("TTRACE_BIN_DIR")
+    else Path(os.environ.get("TTRACE_BIN", REPO / "build" / "bin" / "ttrace"))
+)
+
+
+def require_cli() -> None:
+    """Fails (never skips) when the CLI under test is not built."""
+    if not TTRACE.is_file():
+        raise FileNotFoundError(f"{TTRACE} is not built; run ./scripts/test.sh or build first")
+
+
 # Two layers keep a run to seconds on two cores; pipeline stages still get one layer each.
 SMALL = ("--layers", "2")
 

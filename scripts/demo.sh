@@ -7,6 +7,7 @@
 #   ./scripts/demo.sh                 # default bug: sp-norm-grad-not-reduced
 #   TTRACE_DEMO_BUG=none ./scripts/demo.sh      # a correct candidate: the diff is clean
 #   TTRACE_DEMO_BUG=vocab-ce-missing-allreduce ./scripts/demo.sh
+#   (the bugs whose code runs in TP2 x DP2; any other is refused with the flags it needs)
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 ttrace_setup
@@ -19,8 +20,14 @@ rm -rf "${DEMO}"
 mkdir -p "${DEMO}"
 cd "${TTRACE_ROOT}"
 
+LAYOUT=(--tp 2 --dp 2)
 INJECT=()
-[[ "${BUG}" != "none" ]] && INJECT=(--inject "${BUG}")
+if [[ "${BUG}" != "none" ]]; then
+  # Only a bug whose code runs in the demo's layout: any other would give a correct candidate
+  # and a clean diff that reads like a missed bug (the message names the flags it needs).
+  "${TTRACE_PY}" -m examples.gpt.bugs "${BUG}" "${LAYOUT[@]}" || exit 2
+  INJECT=(--inject "${BUG}")
+fi
 
 log "capturing the reference (1 process, nominal + 2 perturbed variants)"
 "${TTRACE_PY}" -m examples.gpt.train --reference --perturbations 2 --out "${DEMO}/reference" \
@@ -46,7 +53,7 @@ set -m # the job gets its own process group, so the trap reaches every rank
 TTRACE_SERVE=1 TTRACE_REFERENCE="${DEMO}/reference" TTRACE_AGENT_IDLE=1800 \
   TTRACE_AGENT_ENDPOINT_FILE="${DEMO}/agent.endpoint" TTRACE_TOKEN_FILE="${DEMO}/agent.token" \
   "${TTRACE_VENV}/bin/torchrun" --standalone --nproc-per-node 4 -m examples.gpt.train \
-  --tp 2 --dp 2 "${INJECT[@]}" --out "${DEMO}/candidate" >"${DEMO}/candidate.log" 2>&1 &
+  "${LAYOUT[@]}" "${INJECT[@]}" --out "${DEMO}/candidate" >"${DEMO}/candidate.log" 2>&1 &
 AGENT_PID=$!
 set +m
 # The agent writes host:port and a newline once the capture is closed and it is bound.

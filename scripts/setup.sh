@@ -79,8 +79,19 @@ build_project() {
       -DTTRACE_PYTHON="${TTRACE_PY}" >/dev/null
   fi
   log "building"
-  cmake --build "${TTRACE_BUILD}" -- -j"$(nproc)" | grep -vE '^\[[0-9]+/[0-9]+\] ' || true
-  test -x "${TTRACE_BUILD}/bin/ttrace" || { log "build failed"; exit 1; }
+  build_quietly "${TTRACE_BUILD}" --
+}
+
+# Builds with cmake and fails with the build's own status: the progress lines are filtered out,
+# but a failed build must never pass because a filter (or an old binary) succeeded.
+build_quietly() {
+  local status=0
+  cmake --build "$@" -j"$(nproc)" >"${TTRACE_ROOT}/.build.log" 2>&1 || status=$?
+  grep -vE '^\[[0-9]+/[0-9]+\] ' "${TTRACE_ROOT}/.build.log" >&2 || true
+  if ((status != 0)); then
+    log "build failed (cmake --build ${*%--}: exit ${status}); the log is above"
+    exit "${status}"
+  fi
 }
 
 ttrace_setup() {

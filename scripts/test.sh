@@ -7,7 +7,16 @@ ttrace_setup
 export QT_QPA_PLATFORM=offscreen
 cd "${TTRACE_BUILD}"
 # Independent entries run side by side (the Python suites are split into their own entries).
+rm -rf pytest-results
 ctest --output-on-failure --timeout 1800 -j "$(nproc)" "$@"
+# No test may skip unless tests/expected-skips.txt says why (a missing binary or dependency
+# would otherwise pass as a skip). With no filter given, every pytest entry must have run.
+entries=()
+if (($# == 0)); then
+  mapfile -t entries < <(ctest -N -V | sed -n 's/.*--junitxml=.*\/\([^/]*\)\.xml.*/\1/p' | sort -u)
+fi
+"${TTRACE_PY}" "${TTRACE_ROOT}/scripts/check_skips.py" pytest-results \
+  "${TTRACE_ROOT}/tests/expected-skips.txt" "${entries[@]}"
 
 # Then the C++ tests again under AddressSanitizer + UndefinedBehaviorSanitizer, and a short run
 # of every libFuzzer target (the asan presets in CMakePresets.json; scripts/fuzz.sh runs them
@@ -19,6 +28,6 @@ if [[ "${TTRACE_SKIP_SANITIZERS:-0}" != 1 ]]; then
     cmake --preset asan -DTTRACE_PYTHON="${TTRACE_PY}" >/dev/null
   fi
   log "building build-asan"
-  cmake --build --preset asan -- -j"$(nproc)" | grep -vE '^\[[0-9]+/[0-9]+\] ' || true
+  build_quietly --preset asan --
   ctest --preset asan --timeout 1800 -j "$(nproc)" "$@"
 fi

@@ -119,6 +119,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         )
     )
     bugs.check(pcfg.bugs)
+    if not args.reference:
+        bugs.check_layout(pcfg.bugs, args)
     if args.reference:
         ps = ParallelState.single(pcfg)
     else:

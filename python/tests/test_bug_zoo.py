@@ -14,11 +14,15 @@ sys.path.insert(0, str(REPO))
 
 from bench.bug_specs import SPECS  # noqa: E402
 from bench.verdict_sweep import judge  # noqa: E402
-from bench.zoo_lib import CONFIGS, TTRACE, diff, matches, run_candidate, run_reference  # noqa: E402
+from bench.zoo_lib import CONFIGS, diff, matches, require_cli, run_candidate, run_reference  # noqa: E402
 
 from examples.gpt import bugs  # noqa: E402
 
-pytestmark = pytest.mark.skipif(not TTRACE.exists(), reason="ttrace CLI not built")
+
+@pytest.fixture(autouse=True)
+def _cli_built() -> None:
+    require_cli()
+
 
 # One bug per mechanism (grad reduction, forward mask, missing forward collective, CP
 # positions, DP scale); all share one reference (no model flags differ).

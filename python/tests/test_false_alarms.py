@@ -12,9 +12,13 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from bench.zoo_lib import CONFIGS, TTRACE, diff, run_candidate, run_reference  # noqa: E402
+from bench.zoo_lib import CONFIGS, diff, require_cli, run_candidate, run_reference  # noqa: E402
 
-pytestmark = pytest.mark.skipif(not TTRACE.exists(), reason="ttrace CLI not built")
+
+@pytest.fixture(autouse=True)
+def _cli_built() -> None:
+    require_cli()
+
 
 CASES = [
     ("TP2", "fp32", 1),
