@@ -22,7 +22,8 @@ HEADER = (
 )
 
 
-def run_one(spec: BugSpec, precision: str, work: Path, refs: dict, seed: int) -> str:
+def run_one(spec: BugSpec, precision: str, work: Path, refs: dict, seed: int) -> tuple[str, bool]:
+    """The table row of one bug, and whether it was both detected and localized."""
     cfg = CONFIGS[spec.config]
     key = (cfg.shared, precision)
     if key not in refs:
@@ -37,11 +38,12 @@ def run_one(spec: BugSpec, precision: str, work: Path, refs: dict, seed: int) ->
     if located.startswith("optimizer: ") and located.count(",") >= 3:
         names = located[len("optimizer: ") :].split(",")
         located = f"optimizer: {names[0]}, ... {names[-1]} ({len(names)} modules)"
-    return (
+    row = (
         f"| {spec.bug} | {cfg.name} | {precision} | {'yes' if v.detected else 'NO'} "
         f"| {'yes' if ok else 'NO'} | {v.max_ratio:.3g} | {first} | {located} "
         f"| {t.seconds:.0f} |"
     )
+    return row, v.detected and ok
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -58,6 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     work.mkdir(parents=True, exist_ok=True)
     refs: dict = {}
     rows = [HEADER]
+    misses = []
     print(HEADER, flush=True)
     for spec in SPECS:
         if only and spec.bug not in only:
@@ -66,12 +69,20 @@ def main(argv: list[str] | None = None) -> int:
             if precs and p not in precs:
                 continue
             try:
-                row = run_one(spec, p, work, refs, args.seed)
+                row, ok = run_one(spec, p, work, refs, args.seed)
             except RuntimeError as e:
-                row = f"| {spec.bug} | {spec.config} | {p} | error | | | {str(e)[-200:]!r} | | |"
+                row, ok = (
+                    f"| {spec.bug} | {spec.config} | {p} | error | | | {str(e)[-200:]!r} | | |",
+                    False,
+                )
+            if not ok:
+                misses.append(f"{spec.bug} ({p})")
             rows.append(row)
             print(row, flush=True)
     args.markdown.write_text("\n".join(rows) + "\n")
+    if misses:  # a sweep that cannot fail proves nothing
+        print(f"missed (not detected or not localized): {', '.join(misses)}", file=sys.stderr)
+        return 1
     return 0
 
 

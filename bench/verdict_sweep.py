@@ -126,7 +126,17 @@ def main(argv: list[str] | None = None) -> int:
     print(table)
     if args.markdown:
         args.markdown.write_text(table)
-    return 0
+    misses = [r for r in rows if not verdict_holds(r)]
+    for r in misses:  # a sweep that cannot fail proves nothing
+        print(f"miss: {r['bug']} {r['precision']} seed {r['seed']}: {r}", file=sys.stderr)
+    return 1 if misses else 0
+
+
+def verdict_holds(row: dict) -> bool:
+    """Exit 1, the guilty module introduced, at most one innocent module beside it."""
+    if "error" in row:
+        return False
+    return row["exit"] == 1 and row["guilty_introduced"] and len(row["extra"]) <= 1
 
 
 def summarize(rows: list[dict]) -> str:
