@@ -5,11 +5,12 @@ answer:
 
 - a bug in a module's code: that module (its `where` glob, bench/bug_specs.py) and no other is
   introduced (its ancestors contain it and are not counted as others);
-- a bug in gradient reduction or the optimizer step: no module introduced, the phase named
-  (`gradient reduction` or `optimizer step`) with the parameters its glob names;
+- a bug in gradient reduction or the optimizer step: no module introduced, the spec's phase
+  named (`gradient reduction` or `optimizer step`, bench/bug_specs.py `phase`) with the
+  parameters its glob names;
 - grad-accum-scale (the schedule scales the loss's output gradient): every replayed module
   inherited, and the divergence entering at the loss's output gradient;
-- a correct candidate: nothing introduced (exit 0).
+- a correct candidate: nothing introduced (exit 0); every bug: exit 1.
 
     python bench/localize_matrix.py --out DIR [--refs DIR] [--precisions fp32,bf16]
         [--bugs a,b] [--correct all|none|TP2,CP2,...] [--json FILE] [--markdown FILE]
@@ -36,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.bug_specs import SPECS, BugSpec
 from bench.zoo_lib import CONFIGS, TTRACE, Config, ServingCandidate, run_reference
 
-REDUCTION, STEP = "gradient reduction", "optimizer step"
+PHASE_WORDS = {"gradient_reduction": "gradient reduction", "optimizer_step": "optimizer step"}
 # Bugs in code that every instance of a module runs: each instance, given the reference's
 # inputs, still diverges, so each is rightly introduced (bench/bug_specs.py `where` names the
 # first in time, which must be among them). The rotary positions live in every attention
@@ -81,23 +82,25 @@ def check(spec: BugSpec | None, code: int, rep: dict) -> list[str]:
     phase, guilty = rep["guilty_phase"], rep["guilty"]
     if spec is None:
         return [] if code == 0 and not rep["introduced"] else [f"exit {code}: {rep['conclusion']}"]
+    problems = [] if code == 1 else [f"exit {code}, expected 1: {rep['conclusion']}"]
     if spec.bug in ENTRY_BUGS:
         bad = [v["module"] for v in verdicts if v["verdict"] != "inherited"]
         entry = rep.get("entry") or {}
-        problems = [f"not inherited: {bad}"] if bad or not verdicts else []
+        problems += [f"not inherited: {bad}"] if bad or not verdicts else []
         if (entry.get("module"), entry.get("kind")) != ("loss", "output_grad"):
             problems.append(f"entry {entry or None}, expected loss output_grad")
         return problems
     if spec.where.startswith("optimizer: "):
         glob = spec.where.removeprefix("optimizer: ")
-        problems = [f"modules introduced: {introduced}"] if introduced else []
-        if phase not in (REDUCTION, STEP):
-            problems.append(f"phase {phase}, exit {code}: {rep['conclusion']}")
+        problems += [f"modules introduced: {introduced}"] if introduced else []
+        # The phase the bug enters in, as the diff names it (bench/bug_specs.py `phase`).
+        wanted = PHASE_WORDS[spec.phase]
+        if phase != wanted:
+            problems.append(f"phase {phase}, expected {wanted}: {rep['conclusion']}")
         params = rep["guilty_parameters"]
         if not params or not all(fnmatch.fnmatchcase(p, glob) for p in params):
             problems.append(f"parameters {params}, expected {glob}")
         return problems
-    problems = [] if code == 1 else [f"exit {code}"]
     globs = SHARED_CODE.get(spec.bug, (spec.where,))
     holds = [g for g in guilty if any(fnmatch.fnmatchcase(g, w) for w in globs)]
     first = any(fnmatch.fnmatchcase(g, spec.where) for g in guilty)

@@ -10,7 +10,10 @@ Bundles are kept under DIR and reused: a second run only re-diffs them (with the
 
 Counting: a case's *guilty* modules are those its spec's `where` glob names (bench/bug_specs.py;
 for `optimizer: GLOB`, every module matching GLOB); ancestors of a guilty module contain the
-bug and are not counted as others. *Extra* = introduced modules that are neither.
+bug and are not counted as others. *Extra* = introduced modules that are neither; it is "n/a"
+for bugs of the gradient reduction or the optimizer step, which reach every module they touch
+at once, and those are judged by their *guilty phase*: the phase of the report's first
+divergence must be the spec's. The sweep exits 1 on any miss.
 """
 
 from __future__ import annotations
@@ -62,7 +65,10 @@ def judge(spec: BugSpec, report: dict, code: int) -> dict:
     row = {
         "exit": code,
         "guilty_introduced": bool(guilty & set(introduced)),
-        "extra": extra,
+        # A bug of the gradient reduction or the optimizer step touches every module it reaches
+        # at once: "extra modules" cannot show for it; the phase of the first divergence can.
+        "extra": None if spec.where.startswith("optimizer: ") else extra,
+        "guilty_phase": first.get("phase") == spec.phase,
         "first": None,
         "shape": [],
         "hint": None,
@@ -133,17 +139,19 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def verdict_holds(row: dict) -> bool:
-    """Exit 1, the guilty module introduced, at most one innocent module beside it."""
+    """Exit 1, the first divergence in the bug's phase, the guilty module introduced and at
+    most one innocent module beside it (for module-level bugs)."""
     if "error" in row:
         return False
-    return row["exit"] == 1 and row["guilty_introduced"] and len(row["extra"]) <= 1
+    extra_ok = row["extra"] is None or len(row["extra"]) <= 1
+    return row["exit"] == 1 and row["guilty_phase"] and row["guilty_introduced"] and extra_ok
 
 
 def summarize(rows: list[dict]) -> str:
     lines = [
-        "| bug | precision | runs | exit codes | guilty introduced | max extra introduced "
-        "| first divergence (seed 1) | error shape (seed 1) | hint right |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| bug | precision | runs | exit codes | guilty phase | guilty introduced "
+        "| max extra introduced | first divergence (seed 1) | error shape (seed 1) | hint right |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     groups: dict[tuple[str, str], list[dict]] = {}
     for r in rows:
@@ -152,11 +160,14 @@ def summarize(rows: list[dict]) -> str:
         ok = [r for r in rs if "error" not in r]
         codes = ",".join(str(r["exit"]) for r in ok) + (" +errors" if len(ok) < len(rs) else "")
         guilty = sum(r["guilty_introduced"] for r in ok)
-        extra = max((len(r["extra"]) for r in ok), default=0)
+        phase = sum(r["guilty_phase"] for r in ok)
+        shown = [len(r["extra"]) for r in ok if r["extra"] is not None]
+        extra = max(shown) if shown else "n/a"
         s1 = ok[0] if ok else {}
         hint = sum(r["hint"] == bug for r in ok)
         lines.append(
-            f"| {bug} | {prec} | {len(rs)} | {codes} | {guilty}/{len(ok)} | {extra} "
+            f"| {bug} | {prec} | {len(rs)} | {codes} | {phase}/{len(ok)} | {guilty}/{len(ok)} "
+            f"| {extra} "
             f"| {s1.get('first') or '-'} | {'; '.join(s1.get('shape', [])) or '-'} "
             f"| {hint}/{len(ok)} |"
         )

@@ -13,7 +13,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 from bench.bug_specs import SPECS  # noqa: E402
-from bench.verdict_sweep import judge  # noqa: E402
+from bench.verdict_sweep import judge, verdict_holds  # noqa: E402
 from bench.zoo_lib import CONFIGS, diff, matches, require_cli, run_candidate, run_reference  # noqa: E402
 
 from examples.gpt import bugs  # noqa: E402
@@ -25,13 +25,16 @@ def _cli_built() -> None:
 
 
 # One bug per mechanism (grad reduction, forward mask, missing forward collective, CP
-# positions, DP scale); all share one reference (no model flags differ).
+# positions, a wrong backward, DP scale, optimizer step): every phase a bug can enter in;
+# all share one reference (no model flags differ).
 FAST = [
     "sp-norm-grad-not-reduced",
     "vocab-embedding-off-by-one",
     "vocab-ce-missing-allreduce",
     "rope-cp-offset",
+    "cp-attn-backward",
     "dp-grad-sum-not-mean",
+    "dist-opt-wrong-offset",
 ]
 BY_NAME = {s.bug: s for s in SPECS}
 SEED = 1234
@@ -61,10 +64,10 @@ def test_bug_is_detected_and_localized(tmp_path: Path, reference: Path, bug: str
         f"{bug}: localized to {v.located!r}, expected {spec.where!r} "
         f"(forward {v.first_forward}, backward {v.first_backward}, introduced {v.introduced})"
     )
-    # The verdict one can act on: the guilty module introduced, at most one other, and the
-    # hint naming the bug's class.
+    # The verdict one can act on: exit 1, the first divergence in the bug's phase, the guilty
+    # module introduced, at most one other, and the hint naming the bug's class.
     verdict = judge(spec, v.report, v.exit_code)
-    assert verdict["guilty_introduced"] and len(verdict["extra"]) <= 1, verdict
+    assert verdict_holds(verdict), verdict
     assert verdict["hint"] == bug, verdict
     if bug == "sp-norm-grad-not-reduced":
         first = v.report["first_divergence"]

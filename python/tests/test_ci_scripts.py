@@ -115,3 +115,46 @@ def test_every_zoo_bug_runs_in_its_zoo_layout() -> None:
         extra = ["--precision", "fp8"] if spec.bug == "fp8-amax-not-reduced" else []
         args = parse_args(["--out", "x", *SMALL, *cfg.cand, *cfg.shared, *extra])
         assert bugs.unmet(spec.bug, args) == [], spec
+
+
+CHECK_FIGURES = REPO / "scripts" / "check_doc_figures.py"
+
+
+def check_figures(root: Path, doc: str) -> subprocess.CompletedProcess:
+    (root / "docs").mkdir(parents=True, exist_ok=True)
+    (root / "bench").mkdir(exist_ok=True)
+    (root / "bench" / "speed.py").write_text('parser.add_argument("--sizes")\n')
+    (root / "README.md").write_text("# r\n")
+    (root / "docs" / "perf.md").write_text(doc)
+    cmd = [sys.executable, str(CHECK_FIGURES), str(root)]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+
+
+TABLE = "| run | time |\n|---|---|\n| diff | 2.33 s |\n"
+
+
+def test_a_figure_without_its_command_fails(tmp_path: Path) -> None:
+    run = check_figures(tmp_path, "# Perf\n\n## Measured\n\n" + TABLE)
+    assert run.returncode == 1
+    assert "docs/perf.md:7: a table of measurements with no command" in run.stdout
+
+
+def test_a_missing_script_or_option_fails(tmp_path: Path) -> None:
+    run = check_figures(tmp_path, "`bench/gone.py`\n\n`bench/speed.py --rounds 3`\n" + TABLE)
+    assert run.returncode == 1
+    assert "docs/perf.md:1: bench/gone.py does not exist" in run.stdout
+    assert "docs/perf.md:3: bench/speed.py has no option --rounds" in run.stdout
+
+
+def test_a_figure_under_its_command_passes(tmp_path: Path) -> None:
+    doc = "# Perf\n\n`bench/speed.py --sizes small`\n\n## Measured\n\n" + TABLE
+    assert check_figures(tmp_path, doc).returncode == 0
+    limits = "# Limits\n\n<!-- not measured: enforced limits -->\n" + TABLE
+    assert check_figures(tmp_path, limits).returncode == 0
+
+
+def test_every_documented_figure_names_its_command() -> None:
+    run = subprocess.run(
+        [sys.executable, str(CHECK_FIGURES), str(REPO)], capture_output=True, text=True
+    )
+    assert run.returncode == 0, run.stdout
