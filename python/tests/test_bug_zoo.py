@@ -73,6 +73,12 @@ def test_bug_is_detected_and_localized(tmp_path: Path, reference: Path, bug: str
         first = v.report["first_divergence"]
         assert (first["iteration"], first["phase"]) == (0, "gradient_reduction"), first
         assert "layernorm" in first["module"], first
+        # What README's "What the demo does" says of this bug: only norms are introduced;
+        # the other divergent modules inherit their divergence.
+        origins = {m["name"]: m["origin"] for m in v.report["modules"]}
+        introduced = [name for name, origin in origins.items() if origin == "introduced"]
+        assert introduced and all("layernorm" in name for name in introduced), introduced
+        assert "inherited" in origins.values(), origins
 
 
 def test_tied_embedding_not_synced(tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ one reviewed, a demo bug that its layout cannot show."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -158,3 +159,15 @@ def test_every_documented_figure_names_its_command() -> None:
         [sys.executable, str(CHECK_FIGURES), str(REPO)], capture_output=True, text=True
     )
     assert run.returncode == 0, run.stdout
+
+
+def test_building_by_hand_lists_every_package_setup_installs() -> None:
+    """README's "Building by hand" names every Debian package scripts/setup.sh installs, so
+    a build by hand from that list has what the Quickstart's build has."""
+    setup = (REPO / "scripts" / "setup.sh").read_text()
+    block = setup.split("APT_PACKAGES=(", 1)[1].split("\n)", 1)[0]
+    packages = {w for line in block.splitlines() for w in line.split("#")[0].split()}
+    readme = (REPO / "README.md").read_text()
+    section = readme.split("## Building by hand", 1)[1].split("\n## ", 1)[0]
+    named = set(re.findall(r"[a-z0-9][a-z0-9.+-]+", section))
+    assert packages - named == set(), sorted(packages - named)

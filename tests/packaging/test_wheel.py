@@ -103,6 +103,20 @@ def test_installed_package_is_the_wheel(venv: Path, tmp_path: Path) -> None:
     assert done.stdout.strip() == f"ttrace {VERSION}"
 
 
+def test_every_module_imports_with_the_declared_dependencies(venv: Path, tmp_path: Path) -> None:
+    """Every module of the installed wheel imports in an environment that holds only torch and
+    what the wheel declares: a dependency missing from the list (pyzmq was) fails here."""
+    probe = (
+        "import importlib, pkgutil, ttrace\n"
+        "for m in pkgutil.walk_packages(ttrace.__path__, 'ttrace.'):\n"
+        "    importlib.import_module(m.name)\n"
+        "print('imported')\n"
+    )
+    python = str(venv / "bin" / "python")
+    env = {k: v for k, v in venv_env(venv).items() if k != "PYTHONPATH"}
+    assert run([python, "-c", probe], env=env, cwd=tmp_path).stdout.strip() == "imported"
+
+
 def test_example_captures_with_the_wheel(venv: Path, tmp_path: Path) -> None:
     """A reference and a 2-rank tensor-parallel candidate (torchrun, gloo), both captured by
     the installed wheel; the built CLI finds them valid and equal within tolerance."""
