@@ -28,13 +28,15 @@ class BugSpec:
 SPECS: list[BugSpec] = [
     BugSpec("sp-norm-grad-not-reduced", "TP2", "optimizer: *layernorm", "gradient_reduction"),
     BugSpec("cp-attn-backward", "CP2", "layers.*.self_attention", "backward"),
-    BugSpec("moe-router-not-synced", "TP2+MoE", "layers.1.mlp.router", "forward"),
+    BugSpec("moe-router-not-synced", "TP2+MoE", "layers.1.mlp.router", "backward"),
     BugSpec("vocab-embedding-off-by-one", "TP2", "embedding", "forward"),
     BugSpec("vocab-ce-missing-allreduce", "TP2", "loss", "forward"),
     BugSpec("dp-grad-sum-not-mean", "DP2", "optimizer: *", "gradient_reduction"),
     BugSpec("grad-accum-scale", "PP2", "loss", "backward"),
     BugSpec("rope-cp-offset", "CP2", "layers.0.self_attention", "forward"),
-    BugSpec("grad-clip-no-mp-reduce", "TP2+clip", "optimizer: *", "optimizer_step"),
+    # Clipping scales main_grad in place before the capture reads it: the report's first
+    # divergence is that main_grad, in the gradient-reduction phase (measured, seed 1, fp32).
+    BugSpec("grad-clip-no-mp-reduce", "TP2+clip", "optimizer: *", "gradient_reduction"),
     BugSpec("dist-opt-wrong-offset", "DP2+dist-opt", "optimizer: *", "optimizer_step"),
     BugSpec("ep-dispatch-mismatch", "EP2", "layers.1.mlp", "forward"),
     BugSpec("tied-embedding-not-synced", "PP2+tied", "optimizer: embedding", "gradient_reduction"),
