@@ -1,5 +1,6 @@
 #include "commands.h"
 #include "diff_summary.h"
+#include "terminal_progress.h"
 
 #include "ttrace/diff_engine.h"
 #include "ttrace/report_json.h"
@@ -34,7 +35,8 @@ constexpr const char* kUsage =
     "  --no-cache               neither read nor write the summary cache\n"
     "  --partial                compare an unfinished capture (a killed job: no manifest,\n"
     "                           status records) on the steps every rank finished\n"
-    "  --quiet                  print only the verdict: clean, divergent or invalid\n";
+    "  --quiet                  print only the verdict: clean, divergent or invalid (and no\n"
+    "                           progress line; progress is shown only on a terminal)\n";
 
 template <typename T> bool parseNumber(std::string_view text, T& out) {
     const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
@@ -147,7 +149,10 @@ int runDiff(std::span<const std::string_view> args) {
         std::cerr << "ttrace diff: " << error << "\n" << kUsage;
         return kExitBadInput;
     }
-    const auto result = diffBundleDirs(a.bundles[0], a.bundles[1], a.options);
+    TerminalProgress terminal(std::cerr, !a.quiet && stderrIsTerminal());
+    const auto result = diffBundleDirs(a.bundles[0], a.bundles[1], a.options, terminal.progressFn(),
+                                       terminal.tensorFn());
+    terminal.finish();
     for (const auto& d : result.diagnostics) {
         std::cerr << d.toString() << "\n";
     }
