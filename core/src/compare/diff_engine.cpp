@@ -311,8 +311,13 @@ DiffResult diffBundleDirs(const std::filesystem::path& reference,
     auto cand =
         ref.cancelled ? BundleOpenResult{} : openSide(candidate, scaled(0.1, 0.1), inner, leftOut);
     result.diagnostics = sideDiagnostics(ref, cand);
+    bool refusedPair = false;
     if (ref.bundle && cand.bundle) {
-        for (auto& d : checkBundlePair(*ref.bundle, *cand.bundle)) {
+        auto pair = checkBundlePair(*ref.bundle, *cand.bundle);
+        // A pair in the wrong order, the same bundle twice or another model: any analysis
+        // would be a confident wrong story (every front end shows the refusal alone).
+        refusedPair = !pair.comparable;
+        for (auto& d : pair.problems) {
             result.diagnostics.push_back(std::move(d));
         }
     }
@@ -327,7 +332,7 @@ DiffResult diffBundleDirs(const std::filesystem::path& reference,
         result.cancelled = true;
         return result;
     }
-    if (!ref.bundle || !cand.bundle) {
+    if (!ref.bundle || !cand.bundle || refusedPair) {
         result.summary.clean = false;
         return result;
     }

@@ -23,8 +23,9 @@ bool sameContent(const Bundle& a, const Bundle& b) {
     return true;
 }
 
-// A parameter both bundles hold with different shapes, or no tensor in common at all.
-std::optional<Diagnostic> modelMismatch(const Bundle& ref, const Bundle& cand) {
+// A parameter both bundles hold with different shapes, or no tensor in common at all (then
+// `comparable` is cleared).
+std::optional<Diagnostic> modelMismatch(const Bundle& ref, const Bundle& cand, bool& comparable) {
     std::size_t common = 0;
     for (const auto& [id, shards] : cand.tensors()) {
         const auto* refShards = ref.shards(id);
@@ -42,6 +43,7 @@ std::optional<Diagnostic> modelMismatch(const Bundle& ref, const Bundle& cand) {
         }
     }
     if (common == 0 && !ref.tensors().empty() && !cand.tensors().empty()) {
+        comparable = false;
         return makeError("different-model", cand.dir().string(),
                          "the reference and the candidate have no tensor in common: the "
                          "reference is of another model (or another run's iterations)");
@@ -51,15 +53,17 @@ std::optional<Diagnostic> modelMismatch(const Bundle& ref, const Bundle& cand) {
 
 } // namespace
 
-Diagnostics checkBundlePair(const Bundle& reference, const Bundle& candidate) {
-    Diagnostics out;
+PairCheck checkBundlePair(const Bundle& reference, const Bundle& candidate) {
+    PairCheck check;
+    auto& out = check.problems;
     const auto& refRole = reference.manifest().role;
     const auto& candRole = candidate.manifest().role;
     std::error_code ec;
     if (std::filesystem::equivalent(reference.dir(), candidate.dir(), ec)) {
         out.push_back(makeError("same-bundle", candidate.dir().string(),
                                 "the same bundle is given as both reference and candidate"));
-        return out;
+        check.comparable = false;
+        return check;
     }
     if (refRole == "candidate" && candRole == "reference") {
         out.push_back(makeError("swapped-roles", reference.dir().string(),
@@ -67,21 +71,24 @@ Diagnostics checkBundlePair(const Bundle& reference, const Bundle& candidate) {
                                 "candidate and " +
                                     candidate.dir().string() +
                                     " the reference; give the reference first"));
+        check.comparable = false;
     } else if (refRole == "candidate") {
         out.push_back(makeError("role-mismatch", reference.dir().string(),
                                 "is a candidate bundle (its manifest says role 'candidate'), "
                                 "not a reference: compare against a reference capture"));
+        check.comparable = false;
     }
     if (sameContent(reference, candidate)) {
         out.push_back(makeError("same-bundle", candidate.dir().string(),
                                 "holds the same rank files (sizes and CRC-32) as " +
                                     reference.dir().string() + ": the same bundle given twice"));
-        return out;
+        check.comparable = false;
+        return check;
     }
-    if (auto mismatch = modelMismatch(reference, candidate)) {
+    if (auto mismatch = modelMismatch(reference, candidate, check.comparable)) {
         out.push_back(std::move(*mismatch));
     }
-    return out;
+    return check;
 }
 
 } // namespace ttrace

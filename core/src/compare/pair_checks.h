@@ -7,7 +7,16 @@
 
 namespace ttrace {
 
-// Errors with the codes "same-bundle", "swapped-roles", "role-mismatch" and "different-model".
-Diagnostics checkBundlePair(const Bundle& reference, const Bundle& candidate);
+struct PairCheck {
+    // Errors with the codes "same-bundle", "swapped-roles", "role-mismatch" and
+    // "different-model".
+    Diagnostics problems;
+    // False when no analysis of the pair may be shown: the same bundle twice, the roles
+    // swapped or a candidate as the reference, no tensor in common. A parameter whose shape
+    // differs is an error but the rest is still compared (it may be the bug).
+    bool comparable = true;
+};
+
+PairCheck checkBundlePair(const Bundle& reference, const Bundle& candidate);
 
 } // namespace ttrace
