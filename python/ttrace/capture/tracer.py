@@ -79,7 +79,10 @@ class Tracer:
         memory_cap_bytes: int = 1 << 30,
         rank: int | None = None,
         world_size: int | None = None,
+        on_write_error: str = "raise",
     ) -> None:
+        if on_write_error not in ("raise", "warn"):
+            raise ValueError(f"on_write_error must be 'raise' or 'warn', got {on_write_error!r}")
         wrapped = list(model) if isinstance(model, Sequence) else [model]
         self.roots = [unwrap(m) for m in wrapped]
         self.optimizer = optimizer
@@ -128,7 +131,8 @@ class Tracer:
             model=model_name,
         )
         status.write(self.out_dir)
-        self.writer = AsyncWriter(writer, memory_cap_bytes, status)
+        # A failed write (a full disk) stops the capture; "warn" keeps the job training.
+        self.writer = AsyncWriter(writer, memory_cap_bytes, status, on_write_error == "raise")
         self.hooks = ModuleHooks(
             self.names,
             self.inference,
@@ -373,13 +377,14 @@ class Tracer:
         except TracerError as exc:
             error = exc
             self._record = self.writer.writer.close()
+        failed = self.writer.error is not None  # raised (above) or only logged ("warn")
         payload = (
             self._record,
             self.table.export(self.parallel.pp_rank, self.parallel.pp),
             sorted(self.state.seen_iterations),
             self.state.max_mb,
             self.perturbation.manifest_entry(),
-            error is None,
+            not failed,
             self.opt_hooks.config.section() if self.opt_hooks is not None else None,
         )
         if self._collective():

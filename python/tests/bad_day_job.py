@@ -1,0 +1,89 @@
+"""A small DDP job on gloo for the capture-on-a-bad-day tests, one process per rank started
+by the test (as srun or mpirun start them: torchrun's agent would kill every rank as soon as
+one dies, and the point is a rank killed while the others live).
+
+Scenarios: `normal` (closes), `no-close` (every rank exits without close()).
+`--on-write-error` is the Tracer's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+import ttrace.capture as ttc
+
+SEQ, BATCH = 4, 6  # the batch splits over 1, 2 and 3 ranks
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--scenario", choices=["normal", "no-close"], default="normal")
+    parser.add_argument("--steps", type=int, default=3)
+    parser.add_argument("--width", type=int, default=64)
+    parser.add_argument("--on-write-error", choices=["raise", "warn"], default="raise")
+    return parser.parse_args()
+
+
+def batch(step: int, rank: int, world: int, width: int) -> torch.Tensor:
+    """This rank's part of the global batch of `step`, [sequence, batch, width] as ttrace
+    reads activations by default (the reference takes all of it)."""
+    g = torch.Generator().manual_seed(1000 + step)
+    rows = torch.randn(SEQ, BATCH, width, generator=g)
+    n = BATCH // world
+    return rows[:, rank * n : (rank + 1) * n]
+
+
+def train(args: argparse.Namespace, rank: int, world: int) -> ttc.Tracer:
+    model = nn.Sequential(nn.Linear(args.width, args.width), nn.ReLU(), nn.Linear(args.width, 4))
+    ttc.seeded_init(model, seed=0)
+    wrapped = DDP(model) if world > 1 else model
+    opt = torch.optim.SGD(wrapped.parameters(), lr=0.1, momentum=0.9)
+    tracer = ttc.Tracer(
+        wrapped, opt, args.out,
+        role="candidate" if world > 1 else "reference",
+        perturbations=2 if world == 1 else 0,
+        on_write_error=args.on_write_error,
+    )  # fmt: skip
+    for _ in tracer.run_variants():
+        for step in range(args.steps):
+            with tracer.step(step):
+                loss = wrapped(batch(step, rank, world, args.width)).pow(2).mean()
+                loss.backward()
+                opt.step()
+                opt.zero_grad()
+    print(f"rank {rank}: trained {args.steps} steps", flush=True)
+    return tracer
+
+
+def main() -> int:
+    args = parse_args()
+    torch.manual_seed(0)
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if world > 1:
+        dist.init_process_group("gloo")
+    rank = dist.get_rank() if world > 1 else 0
+    tracer = train(args, rank, world)
+    if args.scenario == "no-close":
+        gc.collect()
+        if world > 1:
+            dist.barrier()
+            dist.destroy_process_group()
+        return 0  # the job ends without tracer.close()
+    tracer.close()
+    gc.collect()
+    if world > 1:
+        dist.barrier()
+        dist.destroy_process_group()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
