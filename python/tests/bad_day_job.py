@@ -2,8 +2,9 @@
 by the test (as srun or mpirun start them: torchrun's agent would kill every rank as soon as
 one dies, and the point is a rank killed while the others live).
 
-Scenarios: `normal` (closes), `no-close` (every rank exits without close()).
-`--on-write-error` is the Tracer's.
+Scenarios: `normal` (closes), `kill` (the last rank SIGKILLs itself right after its last
+step, while its writer still writes that step; the others go on to close()), `no-close`
+(every rank exits without close()). `--on-write-error` and `--timeout` are the Tracer's.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import argparse
 import gc
 import os
+import signal
 
 import torch
 import torch.distributed as dist
@@ -18,17 +20,21 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 import ttrace.capture as ttc
+from ttrace.capture.close_rendezvous import RanksMissing
 
 SEQ, BATCH = 4, 6  # the batch splits over 1, 2 and 3 ranks
+# Exit status of a rank whose close() named missing ranks (the test expects it).
+EXIT_RANKS_MISSING = 3
 
 
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", required=True)
-    parser.add_argument("--scenario", choices=["normal", "no-close"], default="normal")
+    parser.add_argument("--scenario", choices=["normal", "kill", "no-close"], default="normal")
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--width", type=int, default=64)
     parser.add_argument("--on-write-error", choices=["raise", "warn"], default="raise")
+    parser.add_argument("--timeout", type=float, default=None)
     return parser.parse_args()
 
 
@@ -51,6 +57,7 @@ def train(args: argparse.Namespace, rank: int, world: int) -> ttc.Tracer:
         role="candidate" if world > 1 else "reference",
         perturbations=2 if world == 1 else 0,
         on_write_error=args.on_write_error,
+        collective_timeout_s=args.timeout,
     )  # fmt: skip
     for _ in tracer.run_variants():
         for step in range(args.steps):
@@ -59,6 +66,9 @@ def train(args: argparse.Namespace, rank: int, world: int) -> ttc.Tracer:
                 loss.backward()
                 opt.step()
                 opt.zero_grad()
+            if args.scenario == "kill" and rank == world - 1 and step == args.steps - 1:
+                # The step's tensors are queued; the writer thread is writing them now.
+                os.kill(os.getpid(), signal.SIGKILL)
     print(f"rank {rank}: trained {args.steps} steps", flush=True)
     return tracer
 
@@ -77,7 +87,13 @@ def main() -> int:
             dist.barrier()
             dist.destroy_process_group()
         return 0  # the job ends without tracer.close()
-    tracer.close()
+    try:
+        tracer.close()
+    except RanksMissing as exc:
+        print(exc, flush=True)
+        # A peer is dead: skip tearing down the process group, whose gloo threads would
+        # wait on it.
+        os._exit(EXIT_RANKS_MISSING)
     gc.collect()
     if world > 1:
         dist.barrier()

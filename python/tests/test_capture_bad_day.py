@@ -1,20 +1,24 @@
 """Capture on a bad day, with real gloo jobs (one process per rank, started here as srun
-would start them) and the real CLI: a disk that fills during the capture."""
+would start them) and the real CLI: a disk that fills during the capture, one rank killed
+with SIGKILL while the others live."""
 
 from __future__ import annotations
 
 import contextlib
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import h5py
 import pytest
+from bad_day_job import EXIT_RANKS_MISSING
 from cli_paths import ttrace_binary
 
 from ttrace.bundle.writer import TEST_DISK_BYTES_ENV
@@ -186,3 +190,45 @@ def test_full_disk_stops_training_when_configured(tmp_path: Path) -> None:
         record = records(out)[0]
         assert record["state"] == "failed"
         assert datasets(out / "rank-00000.h5") == record["tensors"]
+
+
+# --- 2. one rank killed while the others live ---------------------------------------------
+
+
+def test_killed_rank_is_named_and_the_others_stay_intact(reference: Path, tmp_path: Path) -> None:
+    cand = tmp_path / "cand"
+    timeout = 3
+    start = time.monotonic()
+    ranks = run_job(
+        3, cand, "--width", "128", "--steps", "4", "--scenario", "kill", "--timeout", str(timeout)
+    )
+    elapsed = time.monotonic() - start
+    assert ranks[2].code == -signal.SIGKILL
+    got = records(cand)
+    victim = got[2]
+    # Killed while its writer still wrote its last step.
+    assert victim["state"] == "capturing" and ["nominal", 3] not in victim["steps_done"]
+    for r in (0, 1):
+        assert ranks[r].code == EXIT_RANKS_MISSING, ranks[r].out
+        said = ranks[r].out
+        print(said)
+        assert (
+            f"ttrace: rank {r}: close() gave up after {timeout} s waiting for rank 2 (killed, or "
+            "still busy: never reached close()); this rank's file is closed and intact; "
+            f"manifest.json not written: `ttrace validate {cand}` names what is usable" in said
+        ), said
+        on_disk = f"{victim['tensors']} tensors on disk, last {victim['last_tensor']}"
+        assert f"  rank 2: its status record says capturing, {on_disk}" in said
+        assert got[r]["state"] == "closed"
+        assert datasets(cand / got[r]["file"]) == got[r]["tensors"]
+    assert elapsed < 60, "close() gave up in bounded time"
+    assert not (cand / "manifest.json").exists()
+
+    proc = ttrace("validate", str(cand))
+    assert proc.returncode == 2
+    assert f"incomplete: rank 2 stopped after {victim['last_tensor']}" in proc.stderr, proc.stderr
+    assert "incomplete: rank 0" not in proc.stderr and "incomplete: rank 1" not in proc.stderr
+    assert "usable: " in proc.stderr
+    code, tensors = compares(reference, cand, tmp_path)
+    done = {i for v, i in victim["steps_done"] if v == "nominal"}
+    assert code == 0 and {t["id"]["iteration"] for t in tensors} == done

@@ -40,6 +40,7 @@ from .async_writer import AsyncWriter
 from .call_recorder import CallRecorder
 from .call_structure import CallStructure
 from .capture_state import CaptureState
+from .close_rendezvous import collective_timeout, wait_for_ranks
 from .errors import LoopError, TracerError
 from .inference import PlacementInference
 from .layout_note import LayoutNote
@@ -80,9 +81,12 @@ class Tracer:
         rank: int | None = None,
         world_size: int | None = None,
         on_write_error: str = "raise",
+        collective_timeout_s: float | None = None,
     ) -> None:
         if on_write_error not in ("raise", "warn"):
             raise ValueError(f"on_write_error must be 'raise' or 'warn', got {on_write_error!r}")
+        # close()'s wait for the other ranks (close_rendezvous): never longer than this.
+        self.collective_timeout_s = collective_timeout(collective_timeout_s)
         wrapped = list(model) if isinstance(model, Sequence) else [model]
         self.roots = [unwrap(m) for m in wrapped]
         self.optimizer = optimizer
@@ -388,6 +392,14 @@ class Tracer:
             self.opt_hooks.config.section() if self.opt_hooks is not None else None,
         )
         if self._collective():
+            # Bounded: a killed rank is named after collective_timeout_s, never waited on.
+            wait_for_ranks(
+                self.writer.status.capture_id if self.writer.status else "",
+                self.rank,
+                self.world_size,
+                self.collective_timeout_s,
+                self.out_dir,
+            )
             gathered: list[Any] = [None] * self.world_size
             dist.all_gather_object(gathered, payload)
         else:
