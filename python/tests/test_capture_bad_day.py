@@ -1,6 +1,6 @@
 """Capture on a bad day, with real gloo jobs (one process per rank, started here as srun
 would start them) and the real CLI: a disk that fills during the capture, one rank killed
-with SIGKILL while the others live."""
+with SIGKILL while the others live, a job that ends without `close()`."""
 
 from __future__ import annotations
 
@@ -232,3 +232,30 @@ def test_killed_rank_is_named_and_the_others_stay_intact(reference: Path, tmp_pa
     code, tensors = compares(reference, cand, tmp_path)
     done = {i for v, i in victim["steps_done"] if v == "nominal"}
     assert code == 0 and {t["id"]["iteration"] for t in tensors} == done
+
+
+# --- 3. a job that ends without close() ---------------------------------------------------
+
+
+def test_job_ending_without_close_leaves_usable_files(reference: Path, tmp_path: Path) -> None:
+    cand = tmp_path / "cand"
+    ranks = run_job(2, cand, "--width", "128", "--steps", "4", "--scenario", "no-close")
+    got = records(cand)
+    for r, rank in enumerate(ranks):
+        assert rank.code == 0, rank.out
+        file = cand / got[r]["file"]
+        assert f"ttrace: rank {r} exited without tracer.close(): {file} closed at exit" in rank.out
+        assert got[r]["state"] == "exited"
+        assert got[r]["steps_done"] == [["nominal", i] for i in range(4)]
+        assert datasets(cand / got[r]["file"]) == got[r]["tensors"]
+    proc = ttrace("validate", str(cand))
+    assert proc.returncode == 2
+    for r in range(2):
+        assert (
+            f"incomplete: rank {r} exited without tracer.close() (its file is closed and complete"
+            in proc.stderr
+        )
+    diff = ttrace("diff", "--no-cache", str(reference), str(cand))
+    assert diff.returncode == 2 and "exited without tracer.close()" in diff.stderr
+    code, tensors = compares(reference, cand, tmp_path)
+    assert code == 0 and {t["id"]["iteration"] for t in tensors} == set(range(4))

@@ -25,8 +25,9 @@ struct RankStatus {
     int rank = 0;
     std::string file;
     std::string captureId;
-    // "capturing"; "closed"; "failed" (a write failed: `error` says what, the file holds
-    // its last flush).
+    // "capturing"; "closed" (by tracer.close()); "exited" (closed at process exit without
+    // tracer.close(): the file holds everything); "failed" (a write failed: `error` says
+    // what, the file holds its last flush).
     std::string state;
     std::string error;
     std::int64_t tensors = 0;

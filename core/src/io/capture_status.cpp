@@ -149,6 +149,10 @@ std::string rankStopped(int rank, const RankStatus& r) {
     const auto held = std::to_string(r.tensors) + " tensors on disk; steps finished: " +
                       stepList(r.stepsDone);
     const auto name = "incomplete: rank " + std::to_string(rank);
+    if (r.state == "exited") {
+        return name + " exited without tracer.close() (its file is closed and complete: " + held +
+               ")";
+    }
     const auto what =
         r.lastTensor.empty() ? std::string("before its first tensor") : "after " + r.lastTensor;
     if (r.state == "failed") {

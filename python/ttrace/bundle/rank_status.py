@@ -42,8 +42,9 @@ class RankStatus:
     precision: str
     variants: list[str]
     model: str = ""
-    # "capturing" until the rank file is closed, then "closed"; "failed" when a write
-    # failed (a full disk: `error` says what, the file holds its last flush).
+    # "capturing" until the rank file is closed by close(), then "closed"; "failed" when a
+    # write failed (a full disk: `error` says what, the file holds its last flush);
+    # "exited" when the process ended without close() (the file was closed at exit).
     state: str = "capturing"
     error: str = ""
     tensors: int = 0  # tensors on disk (flushed)

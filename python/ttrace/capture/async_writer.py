@@ -109,8 +109,9 @@ class AsyncWriter:
             self._raise_pending()
         self.writer.flush()
 
-    def close(self) -> RankRecord:
-        """Drain, stop the thread and close the rank file (also after a failure)."""
+    def close(self, state: str = "closed") -> RankRecord:
+        """Drain, stop the thread and close the rank file (also after a failure); `state`:
+        what the status record says then ("exited": at exit, without `Tracer.close()`)."""
         if self._record is not None:
             return self._record
         with self._cond:
@@ -119,7 +120,7 @@ class AsyncWriter:
         self._thread.join()
         self._record = self.writer.close()
         if self.status is not None and self._error is None:
-            self.status.state = "closed"
+            self.status.state = state
             self.status.tensors, self.status.bytes = self.writer.tensors, self.writer.bytes
             self.status.last_tensor = self.writer.last_path
             self._write_status()

@@ -446,7 +446,16 @@ class Tracer:
         remove_status_records(self.out_dir, self.world_size)
 
     def _atexit(self) -> None:
-        # A job that dies without close(): at least leave a readable rank file.
+        # A job that exits without close(): leave a readable rank file, and a status record
+        # that says so ("exited"); no manifest (that needs every rank, and exit is no time
+        # for a collective).
         if not self._closed:
             with contextlib.suppress(Exception):
-                self.writer.close()
+                self.writer.close(state="exited")
+                log.warning(
+                    "ttrace: rank %d exited without tracer.close(): %s closed at exit with "
+                    "%d tensors; no manifest.json (`ttrace diff --partial` compares it)",
+                    self.rank,
+                    self.writer.writer.path,
+                    self.writer.writer.tensors,
+                )
