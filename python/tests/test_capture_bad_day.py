@@ -1,10 +1,12 @@
 """Capture on a bad day, with real gloo jobs (one process per rank, started here as srun
 would start them) and the real CLI: a disk that fills during the capture, one rank killed
-with SIGKILL while the others live, a job that ends without `close()`."""
+with SIGKILL while the others live, a job that ends without `close()`, and a file system
+without file locks (as far as one can be had here: locking disabled by the environment)."""
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import signal
@@ -259,3 +261,42 @@ def test_job_ending_without_close_leaves_usable_files(reference: Path, tmp_path:
     assert diff.returncode == 2 and "exited without tracer.close()" in diff.stderr
     code, tensors = compares(reference, cand, tmp_path)
     assert code == 0 and {t["id"]["iteration"] for t in tensors} == set(range(4))
+
+
+# --- 4. a file system without locks -------------------------------------------------------
+
+
+def test_bundle_without_file_locks(tmp_path: Path) -> None:
+    """HDF5_USE_FILE_LOCKING=FALSE (what a user sets on a file system whose locks hang or
+    fail) reaches the writer, the C++ reader and the h5py reader: with every rank file
+    locked exclusively by another process, as a stuck NFS lock would leave it, the capture,
+    `ttrace validate` and `BundleReader` still succeed. With locking on, the readers fail
+    at once, naming the file, and never wait."""
+    out = tmp_path / "b"
+    this_ttrace = dict(os.environ, PYTHONPATH=str(REPO / "python"))
+    no_locks = dict(this_ttrace, HDF5_USE_FILE_LOCKING="FALSE")
+    (rank,) = run_job(1, out, "--steps", "2", env={"HDF5_USE_FILE_LOCKING": "FALSE"})
+    assert rank.code == 0, rank.out
+    read = [sys.executable, "-c", READ_ALL, str(out)]
+    with open(out / "rank-00000.h5", "rb") as holder:
+        fcntl.flock(holder, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        validate = [str(ttrace_binary()), "validate", str(out)]
+        for cmd in (validate, read):
+            proc = subprocess.run(cmd, capture_output=True, text=True, env=no_locks, timeout=60)
+            assert proc.returncode == 0, proc.stdout + proc.stderr
+        start = time.monotonic()
+        for cmd in (validate, read):
+            proc = subprocess.run(cmd, capture_output=True, text=True, env=this_ttrace, timeout=60)
+            assert proc.returncode != 0 and "rank-00000.h5" in proc.stderr, proc.stderr
+        assert time.monotonic() - start < 30
+    assert ttrace("validate", str(out)).returncode == 0
+
+
+# Reads every tensor of a bundle with the h5py reader.
+READ_ALL = """
+import sys
+from ttrace.bundle.reader import BundleReader
+with BundleReader(sys.argv[1]) as bundle:
+    for identity in bundle.identities():
+        bundle.merged(identity)
+"""

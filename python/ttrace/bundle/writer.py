@@ -18,6 +18,7 @@ from .checksum import file_checksum
 from .complex_pairs import as_real_pairs
 from .disk_space import reserve
 from .dtypes import DType
+from .file_locking import h5py_locking
 from .key import TensorKey
 from .placement import Placement
 from .rank_record import RankRecord
@@ -306,6 +307,9 @@ def _create_file(path: Path) -> h5py.File:
     # dataset's handle is freed, where a failed write (a full disk) is printed, never
     # raised. Without it each H5Dwrite writes its bytes, and a failure reaches the writer.
     fapl.set_sieve_buf_size(0)
+    locking = h5py_locking(path)  # file_locking.py: NFS, Lustre
+    if locking is not None:
+        fapl.set_file_locking(locking is not False, locking == "best-effort")
     fid = h5py.h5f.create(os.fsencode(path), h5py.h5f.ACC_TRUNC, fapl=fapl)
     return h5py.File(fid)
 
