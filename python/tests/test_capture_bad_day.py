@@ -20,10 +20,15 @@ from pathlib import Path
 
 import h5py
 import pytest
+import torch
 from bad_day_job import EXIT_RANKS_MISSING
 from cli_paths import ttrace_binary
 
+from ttrace.bundle import BundleWriter, TensorKey
+from ttrace.bundle.rank_status import RankStatus, read_status
 from ttrace.bundle.writer import TEST_DISK_BYTES_ENV
+from ttrace.capture.async_writer import AsyncWriter
+from ttrace.capture.write_error import WriteError
 
 TESTS = Path(__file__).resolve().parent
 REPO = TESTS.parents[1]
@@ -192,6 +197,29 @@ def test_full_disk_stops_training_when_configured(tmp_path: Path) -> None:
         record = records(out)[0]
         assert record["state"] == "failed"
         assert datasets(out / "rank-00000.h5") == record["tensors"]
+
+
+def test_refused_tensor_keeps_the_file_as_written(tmp_path: Path) -> None:
+    """A write refused before it touches the file (here: a tensor written twice) is no file
+    system failure: the file is not cut back and keeps every tensor written before it."""
+    out = tmp_path / "b"
+    status = RankStatus("id", 0, 1, "reference", {}, {}, "fp32", ["nominal"])
+    writer = AsyncWriter(BundleWriter(out, 0, 1, "reference"), status=status)
+    first = TensorKey("nominal", 0, 0, "fc", "forward_output", "0")
+    writer.put(first, torch.ones(3), None)
+    writer.put(TensorKey("nominal", 0, 0, "fc", "forward_input", "0"), torch.ones(3), None)
+    writer.put(first, torch.ones(3), None)
+    with pytest.raises(WriteError) as caught:
+        writer.flush()
+    assert caught.value.code == "write_failed"
+    assert f"write failed writing {first.path} (12 bytes), to {out / 'rank-00000.h5'}: " in str(
+        caught.value
+    )
+    assert "keeps the 2 tensors (24 bytes) written before" in str(caught.value)
+    with pytest.raises(WriteError):
+        writer.close()
+    assert datasets(out / "rank-00000.h5") == 2
+    assert read_status(out / "rank-00000.status.json")["state"] == "failed"
 
 
 # --- 2. one rank killed while the others live ---------------------------------------------

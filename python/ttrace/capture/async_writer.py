@@ -179,24 +179,31 @@ class AsyncWriter:
         else:  # a durable point: the flush (or the record after it)
             what = f"flushing the {w.bytes - w.durable_bytes} bytes written since its last flush"
         steps = list(self.status.steps_done) if self.status is not None else []
+        # The file system failed (a full disk): cut the file back to its last flush. Else
+        # the tensor was refused before anything touched the file, which stays as it is.
+        cut_back = isinstance(exc, OSError)
         error = WriteError(
             rank=w.rank,
             file=w.path,
             what=what,
-            kept=(w.durable_tensors, w.durable_bytes, steps),
+            kept=(w.durable_tensors, w.durable_bytes) if cut_back else (w.tensors, w.bytes),
+            steps=steps,
+            cut_back=cut_back,
             cause=exc,
             training_continues=not self.raise_errors,
         )
         error.__cause__ = exc
         (log.error if self.raise_errors else log.warning)("%s", error)
-        with self._cond:
-            self._error = error
         try:
-            w.abandon()
+            if cut_back:
+                w.abandon()
         except OSError as cut:
             log.error(
                 "ttrace: rank %d: could not cut %s back to its last flush: %s", w.rank, w.path, cut
             )
+        finally:
+            with self._cond:  # only now: flush() waits for this thread until it is set
+                self._error = error
         if self.status is not None:
             self.status.state, self.status.error = "failed", error.reason
             try:  # cutting the file back freed room for it, unless others filled it again

@@ -31,14 +31,17 @@ class WriteError(TracerError):
         rank: int,
         file: Path,
         what: str,
-        kept: tuple[int, int, list[tuple[str, int]]],
+        kept: tuple[int, int],
+        steps: list[tuple[str, int]],
+        cut_back: bool,
         cause: BaseException,
         training_continues: bool,
     ) -> None:
         code = (
             "disk_full" if isinstance(cause, OSError) and cause.errno in _FULL else "write_failed"
         )
-        tensors, kept_bytes, steps = kept
+        tensors, kept_bytes = kept
+        since = "of its last flush" if cut_back else "written before"
         reason = "disk full (ENOSPC)" if code == "disk_full" else "write failed"
         finished = ", ".join(f"{v} {i}" for v, i in steps) or "none"
         then = (
@@ -50,8 +53,8 @@ class WriteError(TracerError):
         self.reason = f"{reason} {what}, to {file}: {_first_line(cause)}"
         super().__init__(
             f"ttrace: rank {rank}: {self.reason}; capture stopped on this rank, and "
-            f"{file.name} keeps the {tensors} tensors ({kept_bytes} bytes) of its last flush "
-            f"(steps finished: {finished}); {then}"
+            f"{file.name} keeps the {tensors} tensors ({kept_bytes} bytes) {since} (steps "
+            f"finished: {finished}); {then}"
         )
         self.code = code
         self.rank, self.file, self.what = rank, file, what
