@@ -263,15 +263,18 @@ Diagnostics describeUsablePart(const std::filesystem::path& dir, const ProgressF
         }
     }
     const auto tensors = partial.opened.bundle ? partial.opened.bundle->tensors().size() : 0;
-    const auto missing = status->worldSize - static_cast<int>(status->ranks.size());
-    out.push_back(makeWarning(
-        "usable-part", dir.string(),
-        "usable: " + std::to_string(tensors) +
-            " tensors of the steps every rank finished (" + stepList(partial.stepsDone) +
-            "), from the files of ranks " + rankList(*status) +
-            (missing > 0 ? " (" + std::to_string(missing) + " ranks left no record)" : "") + "; " +
-            std::to_string(partial.leftOutTensors) +
-            " tensors of unfinished steps left out; `ttrace diff --partial` compares them"));
+    const auto ranks = status->ranks.size();
+    const auto missing = status->worldSize - static_cast<int>(ranks);
+    std::string message = "usable: " + std::to_string(tensors) +
+                          " tensors of the steps every rank finished (" +
+                          stepList(partial.stepsDone) + "), from the files of " +
+                          (ranks > 1 ? "ranks " : "rank ") + rankList(*status);
+    if (missing > 0) {
+        message += " (" + std::to_string(missing) + " ranks left no record)";
+    }
+    message += "; " + std::to_string(partial.leftOutTensors) +
+               " tensors of unfinished steps left out; `ttrace diff --partial` compares them";
+    out.push_back(makeWarning("usable-part", dir.string(), message));
     return out;
 }
 
