@@ -24,6 +24,7 @@ import torch
 from bad_day_job import EXIT_RANKS_MISSING
 from cli_paths import ttrace_binary
 
+import ttrace.capture as ttc
 from ttrace.bundle import BundleWriter, TensorKey
 from ttrace.bundle.rank_status import RankStatus, read_status
 from ttrace.bundle.writer import TEST_DISK_BYTES_ENV
@@ -220,6 +221,37 @@ def test_refused_tensor_keeps_the_file_as_written(tmp_path: Path) -> None:
         writer.close()
     assert datasets(out / "rank-00000.h5") == 2
     assert read_status(out / "rank-00000.status.json")["state"] == "failed"
+
+
+def test_training_on_after_a_full_disk_copies_nothing_more(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With on_write_error="warn", once the failure is known the hooks stop copying tensors:
+    training goes on at its own speed. (The documented ENOSPC hook: one process, no mount.)"""
+    monkeypatch.setenv(TEST_DISK_BYTES_ENV, str(64 << 10))
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.Linear(64, 4))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    tracer = ttc.Tracer(model, opt, tmp_path / "b", role="reference", on_write_error="warn")
+
+    def step(it: int) -> None:
+        with tracer.step(it):
+            model(torch.randn(4, 2, 64)).square().mean().backward()
+            opt.step()
+            opt.zero_grad()
+
+    for it in range(2):
+        step(it)
+    tracer.flush()  # the writer has met the full "disk" (warn: nothing raised)
+    assert tracer.writer.error is not None and tracer.writer.error.code == "disk_full"
+    step(2)  # its first hook learns of the failure
+    copied = tracer.phases.snapshot()["host_copy"]
+    step(3)
+    assert tracer.state.stopped and tracer.phases.snapshot()["host_copy"] == copied
+    tracer.close()  # no raise: the job goes on
+    record = read_status(tmp_path / "b" / "rank-00000.status.json")
+    assert record["state"] == "failed" and record["error"].startswith("disk full (ENOSPC)")
+    assert datasets(tmp_path / "b" / "rank-00000.h5") == record["tensors"]
 
 
 # --- 2. one rank killed while the others live ---------------------------------------------

@@ -349,6 +349,8 @@ class Tracer:
         note: LayoutNote | None = None,
     ) -> None:
         self.writer.put(key, tensor, placement, note.attrs() if note is not None else None)
+        if self.writer.error is not None:  # only with "warn" (else put raised it)
+            self.state.stopped = True
 
     def flush(self) -> None:
         self.writer.flush()
@@ -452,6 +454,8 @@ class Tracer:
         if not self._closed:
             with contextlib.suppress(Exception):
                 self.writer.close(state="exited")
+                if self.writer.error is not None:
+                    return  # already reported, and its record says "failed"
                 log.warning(
                     "ttrace: rank %d exited without tracer.close(): %s closed at exit with "
                     "%d tensors; no manifest.json (`ttrace diff --partial` compares it)",
