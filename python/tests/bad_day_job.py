@@ -13,6 +13,7 @@ import argparse
 import gc
 import os
 import signal
+import time
 
 import torch
 import torch.distributed as dist
@@ -87,10 +88,12 @@ def main() -> int:
             dist.barrier()
             dist.destroy_process_group()
         return 0  # the job ends without tracer.close()
+    start = time.monotonic()
     try:
         tracer.close()
     except RanksMissing as exc:
         print(exc, flush=True)
+        print(f"rank {rank}: close() gave up after {time.monotonic() - start:.2f} s", flush=True)
         # A peer is dead: skip tearing down the process group, whose gloo threads would
         # wait on it.
         os._exit(EXIT_RANKS_MISSING)

@@ -282,6 +282,8 @@ def test_killed_rank_is_named_and_the_others_stay_intact(reference: Path, tmp_pa
         on_disk = f"{victim['tensors']} tensors on disk, last {victim['last_tensor']}"
         assert f"  rank 2: its status record says capturing, {on_disk}" in said
         assert got[r]["state"] == "closed"
+        took = float(said.split(f"rank {r}: close() gave up after ")[-1].split(" s")[0])
+        assert timeout <= took < timeout + 10, "bounded by the timeout, not by gloo's"
         assert datasets(cand / got[r]["file"]) == got[r]["tensors"]
     assert elapsed < 60, "close() gave up in bounded time"
     assert not (cand / "manifest.json").exists()
