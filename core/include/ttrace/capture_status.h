@@ -25,7 +25,11 @@ struct RankStatus {
     int rank = 0;
     std::string file;
     std::string captureId;
-    std::string state; // "capturing" or "closed"
+    // "capturing"; "closed" (by tracer.close()); "exited" (closed at process exit without
+    // tracer.close(): the file holds everything); "failed" (a write failed: `error` says
+    // what, the file holds its last flush).
+    std::string state;
+    std::string error;
     std::int64_t tensors = 0;
     std::string lastTensor;
     RankCoords coords;
@@ -56,6 +60,11 @@ std::optional<CaptureStatus> readCaptureStatus(const std::filesystem::path& dir,
 // stopped after <tensor>"), with the given severity.
 void describeUnfinishedCapture(const std::filesystem::path& dir, const CaptureStatus& status,
                                Severity severity, Diagnostics& out);
+
+// What of an unfinished capture can be compared, for `ttrace validate`: one "usable-part"
+// warning ("usable: N tensors of the steps every rank finished (...), M left out"), plus the
+// errors that opening those tensors meets (a rank file that cannot be read).
+Diagnostics describeUsablePart(const std::filesystem::path& dir, const ProgressFn& progress = {});
 
 struct PartialBundle {
     BundleOpenResult opened;

@@ -19,10 +19,7 @@ public:
     hid_t get(const std::filesystem::path& file) {
         auto it = files_.find(file);
         if (it == files_.end()) {
-            it = files_
-                     .emplace(file,
-                              h5::File(H5Fopen(file.string().c_str(), H5F_ACC_RDONLY, H5P_DEFAULT)))
-                     .first;
+            it = files_.emplace(file, h5::openReadOnly(file.string())).first;
         }
         return it->second.get();
     }

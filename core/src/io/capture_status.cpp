@@ -128,6 +128,7 @@ void addRecord(const std::filesystem::path& path, int rankFromName, CaptureStatu
     r.file = rankFileName(*rank);
     r.captureId = *id;
     r.state = field<std::string>(*j, "state").value_or("");
+    r.error = field<std::string>(*j, "error").value_or("");
     r.tensors = field<std::int64_t>(*j, "tensors").value_or(0);
     r.lastTensor = field<std::string>(*j, "last_tensor").value_or("");
     r.coords = coordsOf(j->value("coords", json::object()));
@@ -141,6 +142,32 @@ std::string stepList(const std::set<CaptureStep>& steps) {
         out += (out.empty() ? "" : ", ") + variant + " iteration " + std::to_string(iteration);
     }
     return out.empty() ? "none" : out;
+}
+
+// "incomplete: rank N ..." for a rank whose record is not "closed", by how it ended.
+std::string rankStopped(int rank, const RankStatus& r) {
+    const auto held = std::to_string(r.tensors) + " tensors on disk; steps finished: " +
+                      stepList(r.stepsDone);
+    const auto name = "incomplete: rank " + std::to_string(rank);
+    if (r.state == "exited") {
+        return name + " exited without tracer.close() (its file is closed and complete: " + held +
+               ")";
+    }
+    const auto what =
+        r.lastTensor.empty() ? std::string("before its first tensor") : "after " + r.lastTensor;
+    if (r.state == "failed") {
+        return name + " failed writing and stopped " + what + " (" + held + "): " +
+               (r.error.empty() ? std::string("no reason recorded") : r.error);
+    }
+    return name + " stopped " + what + " (" + held + ")";
+}
+
+std::string rankList(const CaptureStatus& status) {
+    std::string out;
+    for (const auto& [rank, r] : status.ranks) {
+        out += (out.empty() ? "" : ", ") + std::to_string(rank);
+    }
+    return out;
 }
 
 } // namespace
@@ -216,16 +243,39 @@ void describeUnfinishedCapture(const std::filesystem::path& dir, const CaptureSt
             continue;
         }
         const auto& r = it->second;
-        if (r.state == "closed") {
-            continue;
+        if (r.state != "closed") {
+            out.push_back(make("incomplete-capture", loc, rankStopped(rank, r)));
         }
-        const auto what =
-            r.lastTensor.empty() ? std::string("before its first tensor") : "after " + r.lastTensor;
-        out.push_back(make("incomplete-capture", loc,
-                           "incomplete: rank " + std::to_string(rank) + " stopped " + what + " (" +
-                               std::to_string(r.tensors) +
-                               " tensors on disk; steps finished: " + stepList(r.stepsDone) + ")"));
     }
+}
+
+Diagnostics describeUsablePart(const std::filesystem::path& dir, const ProgressFn& progress) {
+    Diagnostics out;
+    Diagnostics ignored;
+    const auto status = readCaptureStatus(dir, ignored); // its errors: already reported
+    if (!status) {
+        return out;
+    }
+    auto partial = openPartialBundle(dir, progress);
+    for (auto& d : partial.opened.diagnostics) {
+        if (d.severity == Severity::Error) {
+            out.push_back(std::move(d)); // e.g. a rank file killed in the middle of a flush
+        }
+    }
+    const auto tensors = partial.opened.bundle ? partial.opened.bundle->tensors().size() : 0;
+    const auto ranks = status->ranks.size();
+    const auto missing = status->worldSize - static_cast<int>(ranks);
+    std::string message = "usable: " + std::to_string(tensors) +
+                          " tensors of the steps every rank finished (" +
+                          stepList(partial.stepsDone) + "), from the files of " +
+                          (ranks > 1 ? "ranks " : "rank ") + rankList(*status);
+    if (missing > 0) {
+        message += " (" + std::to_string(missing) + " ranks left no record)";
+    }
+    message += "; " + std::to_string(partial.leftOutTensors) +
+               " tensors of unfinished steps left out; `ttrace diff --partial` compares them";
+    out.push_back(makeWarning("usable-part", dir.string(), message));
+    return out;
 }
 
 PartialBundle openPartialBundle(const std::filesystem::path& dir, const ProgressFn& progress) {

@@ -50,6 +50,12 @@ using Dataspace = Handle<H5Sclose>;
 using Datatype = Handle<H5Tclose>;
 using Attribute = Handle<H5Aclose>;
 using Group = Handle<H5Gclose>;
+using PropList = Handle<H5Pclose>;
+
+// Opens a rank file read-only. HDF5 locks every file it opens and fails where the file
+// system has no locks (NFS, Lustre); a reader needs none, so a file system without them is
+// no error here (h5_open.cpp). Never blocks: HDF5's lock does not wait.
+File openReadOnly(const std::string& path);
 
 // HDF5 prints its error stack to stderr by default; we turn that off once and turn the stack
 // into a message instead.

@@ -24,7 +24,7 @@ std::vector<AttrFact> extractAttrs(hid_t object, const std::vector<const char*>&
 RankFacts extractRankFacts(const std::filesystem::path& file) {
     RankFacts facts;
     h5::silenceErrorPrinting();
-    h5::File handle(H5Fopen(file.string().c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
+    h5::File handle = h5::openReadOnly(file.string());
     if (!handle) {
         facts.openError = h5::lastErrorMessage();
         return facts;

@@ -1,6 +1,7 @@
 #include "ttrace/validator.h"
 
 #include "ttrace/bundle.h"
+#include "ttrace/capture_status.h"
 #include "ttrace/merge.h"
 
 #include <tbb/parallel_for.h>
@@ -38,6 +39,10 @@ ValidationReport validateBundle(const std::filesystem::path& dir, const Validate
         return report;
     }
     if (!opened.bundle) {
+        if (isUnfinishedCapture(dir)) { // say what of it can still be compared
+            auto usable = describeUsablePart(dir);
+            report.diagnostics.insert(report.diagnostics.end(), usable.begin(), usable.end());
+        }
         return report;
     }
     const Bundle& bundle = *opened.bundle;

@@ -42,7 +42,11 @@ class RankStatus:
     precision: str
     variants: list[str]
     model: str = ""
-    state: str = "capturing"  # "capturing" until the rank file is closed, then "closed"
+    # "capturing" until the rank file is closed by close(), then "closed"; "failed" when a
+    # write failed (a full disk: `error` says what, the file holds its last flush);
+    # "exited" when the process ended without close() (the file was closed at exit).
+    state: str = "capturing"
+    error: str = ""
     tensors: int = 0  # tensors on disk (flushed)
     bytes: int = 0
     last_tensor: str = ""  # dataset path of the last tensor on disk
@@ -70,6 +74,7 @@ class RankStatus:
             "bytes": self.bytes,
             "last_tensor": self.last_tensor,
             "steps_done": [[v, int(i)] for v, i in self.steps_done],
+            **({"error": self.error} if self.error else {}),
             "producer": f"ttrace {__version__}",
             "updated": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         }

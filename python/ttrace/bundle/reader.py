@@ -25,6 +25,7 @@ import numpy as np
 
 from .checksum import file_checksum
 from .dtypes import DType
+from .file_locking import h5py_locking
 from .key import TensorKey
 from .writer import FORMAT, FORMAT_VERSION, rank_file_name
 
@@ -108,7 +109,7 @@ class BundleReader:
             raise BundleError(f"rank {rank}: {p.name} is not an HDF5 file")
         self._check_integrity(rank, p)
         try:
-            f = h5py.File(p, "r")
+            f = h5py.File(p, "r", locking=h5py_locking(p))  # file_locking.py: NFS, Lustre
         except OSError as exc:
             raise BundleError(f"rank {rank}: {p.name} is not a readable HDF5 file: {exc}") from exc
         self._files[rank] = f

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -14,7 +16,9 @@ import numpy as np
 from .attribute_writer import AttributeWriter
 from .checksum import file_checksum
 from .complex_pairs import as_real_pairs
+from .disk_space import reserve
 from .dtypes import DType
+from .file_locking import h5py_locking
 from .key import TensorKey
 from .placement import Placement
 from .rank_record import RankRecord
@@ -33,6 +37,13 @@ NOTE_ATTRS = ("layout_note", "annotate_hint")
 # was at the last flush, readable after the job is killed (docs/capture.md, "Interrupted
 # captures").
 METADATA_CACHE_BYTES = 32 << 20
+# Blocks reserved past HDF5's end of file before a flush, for metadata it allocates while
+# flushing (disk_space.py).
+FLUSH_SLACK_BYTES = 64 << 10
+# Test hook (docs/capture.md, "A full disk"): where a test cannot mount a small file system,
+# the rank file's tensors may take this many bytes; the write past it fails with ENOSPC
+# before touching the file, as the write of a full disk would.
+TEST_DISK_BYTES_ENV = "TTRACE_TEST_DISK_BYTES"
 
 
 def rank_file_name(rank: int) -> str:
@@ -72,8 +83,9 @@ class BundleWriter:
         self.bundle_dir.mkdir(parents=True, exist_ok=True)
         self.file_name = rank_file_name(rank)
         self.path = self.bundle_dir / self.file_name
-        # libver v110 keeps the file readable by HDF5 1.10, which the C++ reader links.
-        self._file: h5py.File | None = h5py.File(self.path, "w", libver=("earliest", "v110"))
+        self._file: h5py.File | None = _create_file(self.path)
+        limit = os.environ.get(TEST_DISK_BYTES_ENV)
+        self._test_disk_bytes = int(limit) if limit else None
         _enlarge_metadata_cache(self._file)
         self._attrs = AttributeWriter()
         # The same file for large datasets' bytes, written outside the GIL (AttributeWriter).
@@ -81,6 +93,11 @@ class BundleWriter:
         self._written: set[str] = set()
         self._bytes = 0
         self.last_path = ""  # the tensor written last
+        # What the file on disk holds since its last flush: what a reader can rely on.
+        self.durable_size = 0
+        self.durable_tensors = 0
+        self.durable_bytes = 0
+        self.abandoned = False  # see abandon()
         self._record: RankRecord | None = None
         attrs = self._file.attrs
         attrs["format"] = FORMAT
@@ -90,6 +107,7 @@ class BundleWriter:
         attrs["role"] = role
         for name, value in self.coords.items():
             attrs[f"coord_{name}"] = np.int64(value)
+        self.flush()  # from here on the file on disk is a valid (empty) rank file
 
     def write(
         self,
@@ -128,6 +146,11 @@ class BundleWriter:
             # Without a stated partial index every rank's shard is its own partial.
             placement = placement.with_partial(self.rank)
 
+        if (
+            self._test_disk_bytes is not None
+            and self._bytes + stored.nbytes > self._test_disk_bytes
+        ):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(self.path))
         dataset = self._attrs.create_dataset(self._file, path, stored, self._fd)
         attrs: dict[str, Any] = {
             "dtype": kind.name,
@@ -185,8 +208,44 @@ class BundleWriter:
         return kind, np.ascontiguousarray(stored.reshape(1) if is_scalar else stored), is_scalar
 
     def flush(self) -> None:
-        if self._file is not None:
-            self._file.flush()
+        """Write HDF5's metadata: the file on disk then holds every tensor written so far.
+        On a full disk this raises OSError(ENOSPC) *before* writing anything (the blocks the
+        metadata goes to are reserved first), so the file stays as at the previous flush."""
+        if self._file is None:
+            return
+        hdf5_fd = self._file.id.get_vfd_handle()
+        end = self._file.id.get_filesize() + FLUSH_SLACK_BYTES
+        # From the last flush on: a flush that shrinks the file frees blocks reserved past it.
+        reserve(hdf5_fd, self.durable_size, end - self.durable_size)
+        self._file.flush()
+        self.durable_size = os.fstat(hdf5_fd).st_size
+        self.durable_tensors, self.durable_bytes = len(self._written), self._bytes
+
+    def abandon(self) -> None:
+        """After a failed write or flush: close the file without writing anything more, and
+        cut it back to its size at the last flush, so it is that flush's valid HDF5 file
+        (the bytes past it are dataset bytes written since, which nothing on disk refers
+        to). On a full disk this also gives back the space they took.
+
+        HDF5 cannot close a file without flushing it, and a flush on a full disk can write
+        part of the metadata; so its descriptor is first replaced by a read-only one of the
+        same file, on which every write of that close fails."""
+        if self._file is None:
+            return
+        self.abandoned = True
+        hdf5_fd = self._file.id.get_vfd_handle()
+        read_only = os.open(self.path, os.O_RDONLY)
+        try:
+            os.dup2(read_only, hdf5_fd)
+        finally:
+            os.close(read_only)
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+        os.truncate(self.path, self.durable_size)
+        with contextlib.suppress(Exception):  # its writes fail by design (see above)
+            self._file.close()
+        self._file = None
 
     @property
     def tensors(self) -> int:
@@ -198,11 +257,12 @@ class BundleWriter:
 
     def close(self) -> RankRecord:
         """Close the file and return this rank's manifest entry (again on repeated calls)."""
-        if self._file is not None:
+        if self._file is not None or self._record is None:
             if self._fd is not None:
                 os.close(self._fd)
                 self._fd = None
-            self._file.close()
+            if self._file is not None:
+                self._file.close()
             self._file = None
             size, crc = file_checksum(self.path)
             self._record = RankRecord(
@@ -236,6 +296,22 @@ class BundleWriter:
         traceback: TracebackType | None,
     ) -> None:
         self.close()
+
+
+def _create_file(path: Path) -> h5py.File:
+    """A new, empty rank file (an old one is replaced)."""
+    fapl = h5py.h5p.create(h5py.h5p.FILE_ACCESS)
+    # v110 at most keeps the file readable by HDF5 1.10, which the C++ reader links.
+    fapl.set_libver_bounds(h5py.h5f.LIBVER_EARLIEST, h5py.h5f.LIBVER_V110)
+    # No sieve buffer: HDF5 would keep small datasets' bytes in it and write them when the
+    # dataset's handle is freed, where a failed write (a full disk) is printed, never
+    # raised. Without it each H5Dwrite writes its bytes, and a failure reaches the writer.
+    fapl.set_sieve_buf_size(0)
+    locking = h5py_locking(path)  # file_locking.py: NFS, Lustre
+    if locking is not None:
+        fapl.set_file_locking(locking is not False, locking == "best-effort")
+    fid = h5py.h5f.create(os.fsencode(path), h5py.h5f.ACC_TRUNC, fapl=fapl)
+    return h5py.File(fid)
 
 
 def _enlarge_metadata_cache(file: h5py.File) -> None:

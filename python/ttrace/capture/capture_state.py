@@ -21,12 +21,14 @@ class CaptureState:
     seen_iterations: set[int] = field(default_factory=set)
     max_mb: int = -1
     params_done: set[tuple[str, int]] = field(default_factory=set)
+    # A write failed and the job trains on (on_write_error="warn"): hooks copy nothing more.
+    stopped: bool = False
 
     def reset_counters(self) -> None:
         self.mb_counter.clear()
 
     def wants_iteration(self) -> bool:
-        return self.iterations is None or self.iteration in self.iterations
+        return not self.stopped and (self.iterations is None or self.iteration in self.iterations)
 
     def wants(self, micro_batch: int) -> bool:
         if not self.wants_iteration():

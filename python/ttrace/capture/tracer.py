@@ -40,6 +40,7 @@ from .async_writer import AsyncWriter
 from .call_recorder import CallRecorder
 from .call_structure import CallStructure
 from .capture_state import CaptureState
+from .close_rendezvous import collective_timeout, wait_for_ranks
 from .errors import LoopError, TracerError
 from .inference import PlacementInference
 from .layout_note import LayoutNote
@@ -79,7 +80,13 @@ class Tracer:
         memory_cap_bytes: int = 1 << 30,
         rank: int | None = None,
         world_size: int | None = None,
+        on_write_error: str = "raise",
+        collective_timeout_s: float | None = None,
     ) -> None:
+        if on_write_error not in ("raise", "warn"):
+            raise ValueError(f"on_write_error must be 'raise' or 'warn', got {on_write_error!r}")
+        # close()'s wait for the other ranks (close_rendezvous): never longer than this.
+        self.collective_timeout_s = collective_timeout(collective_timeout_s)
         wrapped = list(model) if isinstance(model, Sequence) else [model]
         self.roots = [unwrap(m) for m in wrapped]
         self.optimizer = optimizer
@@ -128,7 +135,8 @@ class Tracer:
             model=model_name,
         )
         status.write(self.out_dir)
-        self.writer = AsyncWriter(writer, memory_cap_bytes, status)
+        # A failed write (a full disk) stops the capture; "warn" keeps the job training.
+        self.writer = AsyncWriter(writer, memory_cap_bytes, status, on_write_error == "raise")
         self.hooks = ModuleHooks(
             self.names,
             self.inference,
@@ -341,6 +349,8 @@ class Tracer:
         note: LayoutNote | None = None,
     ) -> None:
         self.writer.put(key, tensor, placement, note.attrs() if note is not None else None)
+        if self.writer.error is not None:  # only with "warn" (else put raised it)
+            self.state.stopped = True
 
     def flush(self) -> None:
         self.writer.flush()
@@ -373,16 +383,25 @@ class Tracer:
         except TracerError as exc:
             error = exc
             self._record = self.writer.writer.close()
+        failed = self.writer.error is not None  # raised (above) or only logged ("warn")
         payload = (
             self._record,
             self.table.export(self.parallel.pp_rank, self.parallel.pp),
             sorted(self.state.seen_iterations),
             self.state.max_mb,
             self.perturbation.manifest_entry(),
-            error is None,
+            not failed,
             self.opt_hooks.config.section() if self.opt_hooks is not None else None,
         )
         if self._collective():
+            # Bounded: a killed rank is named after collective_timeout_s, never waited on.
+            wait_for_ranks(
+                self.writer.status.capture_id if self.writer.status else "",
+                self.rank,
+                self.world_size,
+                self.collective_timeout_s,
+                self.out_dir,
+            )
             gathered: list[Any] = [None] * self.world_size
             dist.all_gather_object(gathered, payload)
         else:
@@ -429,7 +448,18 @@ class Tracer:
         remove_status_records(self.out_dir, self.world_size)
 
     def _atexit(self) -> None:
-        # A job that dies without close(): at least leave a readable rank file.
+        # A job that exits without close(): leave a readable rank file, and a status record
+        # that says so ("exited"); no manifest (that needs every rank, and exit is no time
+        # for a collective).
         if not self._closed:
             with contextlib.suppress(Exception):
-                self.writer.close()
+                self.writer.close(state="exited")
+                if self.writer.error is not None:
+                    return  # already reported, and its record says "failed"
+                log.warning(
+                    "ttrace: rank %d exited without tracer.close(): %s closed at exit with "
+                    "%d tensors; no manifest.json (`ttrace diff --partial` compares it)",
+                    self.rank,
+                    self.writer.writer.path,
+                    self.writer.writer.tensors,
+                )
