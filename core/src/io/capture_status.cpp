@@ -146,8 +146,8 @@ std::string stepList(const std::set<CaptureStep>& steps) {
 
 // "incomplete: rank N ..." for a rank whose record is not "closed", by how it ended.
 std::string rankStopped(int rank, const RankStatus& r) {
-    const auto held = std::to_string(r.tensors) + " tensors on disk; steps finished: " +
-                      stepList(r.stepsDone);
+    const auto held =
+        std::to_string(r.tensors) + " tensors on disk; steps finished: " + stepList(r.stepsDone);
     const auto name = "incomplete: rank " + std::to_string(rank);
     if (r.state == "exited") {
         return name + " exited without tracer.close() (its file is closed and complete: " + held +
@@ -156,8 +156,8 @@ std::string rankStopped(int rank, const RankStatus& r) {
     const auto what =
         r.lastTensor.empty() ? std::string("before its first tensor") : "after " + r.lastTensor;
     if (r.state == "failed") {
-        return name + " failed writing and stopped " + what + " (" + held + "): " +
-               (r.error.empty() ? std::string("no reason recorded") : r.error);
+        return name + " failed writing and stopped " + what + " (" + held +
+               "): " + (r.error.empty() ? std::string("no reason recorded") : r.error);
     }
     return name + " stopped " + what + " (" + held + ")";
 }
