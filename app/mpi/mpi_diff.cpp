@@ -11,9 +11,11 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
-#include <limits>
+#include <iomanip>
 #include <iostream>
+#include <limits>
 #include <optional>
+#include <sstream>
 #include <string>
 
 namespace ttrace::mpi {
@@ -60,6 +62,7 @@ std::vector<std::uint8_t> compareShare(const MpiWorld& world, const OpenedPair& 
                                        const RootLog& log) {
     ShareResult out;
     out.rank = world.rank();
+    const auto start = std::chrono::steady_clock::now();
     try {
         auto part = compareTensorSubset(*pair.reference.bundle, *pair.candidate.bundle,
                                         pair.options, ids, share.indices,
@@ -70,6 +73,8 @@ std::vector<std::uint8_t> compareShare(const MpiWorld& world, const OpenedPair& 
     } catch (const std::exception& e) {
         out = ShareResult{world.rank(), {}, {}, false, e.what()};
     }
+    out.bytes = share.bytes;
+    out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     auto bytes = encodeShareResult(out);
     if (bytes.size() > static_cast<std::size_t>(std::numeric_limits<int>::max())) {
         bytes = encodeShareResult({world.rank(), {}, {}, false, "its results exceed 2 GiB"});
@@ -77,10 +82,21 @@ std::vector<std::uint8_t> compareShare(const MpiWorld& world, const OpenedPair& 
     return bytes;
 }
 
+// "rank 1: 52 tensors, 12 MiB in 0.41 s (30.9 MB/s)": the per-process throughput.
+std::string shareLine(const ShareResult& share) {
+    std::ostringstream out;
+    out << "rank " << share.rank << ": " << share.indices.size() << " tensors, "
+        << sizeText(share.bytes) << " in " << std::fixed << std::setprecision(3) << share.seconds
+        << " s (" << std::setprecision(1)
+        << (share.seconds > 0.0 ? static_cast<double>(share.bytes) / share.seconds / 1e6 : 0.0)
+        << " MB/s)";
+    return out.str();
+}
+
 // Rank 0: every process's results in the ids' order, or why the run failed (naming the rank).
 std::optional<std::vector<TensorResult>>
 collectShares(const std::vector<std::vector<std::uint8_t>>& shares, std::size_t count,
-              bool& cancelled, std::string& error) {
+              const RootLog& log, bool& cancelled, std::string& error) {
     std::vector<TensorResult> tensors(count);
     std::vector<char> filled(count, 0);
     for (std::size_t r = 0; r < shares.size(); ++r) {
@@ -91,6 +107,7 @@ collectShares(const std::vector<std::vector<std::uint8_t>>& shares, std::size_t 
             return std::nullopt;
         }
         cancelled = cancelled || share->cancelled;
+        log.line(shareLine(*share));
         for (std::size_t k = 0; k < share->indices.size(); ++k) {
             const auto i = share->indices[k];
             if (i >= count || filled[i]) {
@@ -141,19 +158,16 @@ int compareAndFinish(const MpiWorld& world, const cli::DiffArgs& args, const Ope
     const std::string cacheKey = world.root() && pair.options.useCache
                                      ? diffCacheKey(ref.dir(), cand.dir(), pair.options)
                                      : std::string();
-    const auto start = std::chrono::steady_clock::now();
     const auto& share = shares[static_cast<std::size_t>(world.rank())];
     const auto mine = compareShare(world, pair, ids, share, log);
-    const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
-    log.line("rank 0 compared its share in " + std::to_string(took.count()) +
-             " s; gathering the others");
+    log.line("rank 0 compared its share; gathering the others");
     const auto gathered = world.gatherToRoot(mine);
     if (!world.root()) {
         return finish(world, 0);
     }
     bool cancelled = false;
     std::string error;
-    auto tensors = collectShares(gathered, ids.size(), cancelled, error);
+    auto tensors = collectShares(gathered, ids.size(), log, cancelled, error);
     if (!tensors) {
         return fail(world, error + "; no report written");
     }

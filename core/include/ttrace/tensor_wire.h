@@ -22,6 +22,9 @@ struct ShareResult {
     std::vector<TensorResult> tensors;
     bool cancelled = false;
     std::string error; // non-empty: the process failed (names the file or tensor it could not read)
+    // What the share cost, for the progress and the throughput figures.
+    std::int64_t bytes = 0; // shard bytes it read
+    double seconds = 0.0;   // its comparison's wall time
 };
 
 [[nodiscard]] std::vector<std::uint8_t> encodeShareResult(const ShareResult& share);

@@ -17,6 +17,8 @@ std::vector<std::uint8_t> encodeShareResult(const ShareResult& share) {
                                 {"indices", share.indices},
                                 {"cancelled", share.cancelled},
                                 {"error", share.error},
+                                {"bytes", share.bytes},
+                                {"seconds", share.seconds},
                                 {"tensors", std::move(tensors)}};
     // CBOR keeps every finite double exactly; a non-finite one travels as the report and the
     // summary cache hold it, so the finished analysis sees what a cached diff would.
@@ -37,6 +39,8 @@ std::optional<ShareResult> decodeShareResult(const std::vector<std::uint8_t>& by
         share.indices = doc.at("indices").get<std::vector<std::size_t>>();
         share.cancelled = doc.at("cancelled");
         share.error = doc.at("error");
+        share.bytes = doc.at("bytes");
+        share.seconds = doc.at("seconds");
         for (const auto& t : doc.at("tensors")) {
             share.tensors.push_back(tensorResultFromJson(t));
         }
