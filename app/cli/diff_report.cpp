@@ -1,5 +1,5 @@
-#include "diff_args.h"
 #include "commands.h"
+#include "diff_args.h"
 #include "diff_summary.h"
 
 #include "ttrace/report_json.h"
@@ -49,6 +49,5 @@ int reportDiff(const DiffResult& result, const DiffArgs& a, std::string_view com
     }
     return exitCodeFor(result);
 }
-
 
 } // namespace ttrace::cli

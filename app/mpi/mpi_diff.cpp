@@ -39,8 +39,8 @@ public:
         }
         return [what, next = 0.1](double f, std::string_view) mutable {
             if (f >= next) {
-                std::cerr << kCommand << ": " << what << " " << static_cast<int>(f * 100.0)
-                          << "%" << std::endl;
+                std::cerr << kCommand << ": " << what << " " << static_cast<int>(f * 100.0) << "%"
+                          << std::endl;
                 next = f + 0.1;
             }
             return true;
@@ -64,9 +64,9 @@ std::vector<std::uint8_t> compareShare(const MpiWorld& world, const OpenedPair& 
     out.rank = world.rank();
     const auto start = std::chrono::steady_clock::now();
     try {
-        auto part = compareTensorSubset(*pair.reference.bundle, *pair.candidate.bundle,
-                                        pair.options, ids, share.indices,
-                                        log.progress("rank 0 compared its share:"));
+        auto part =
+            compareTensorSubset(*pair.reference.bundle, *pair.candidate.bundle, pair.options, ids,
+                                share.indices, log.progress("rank 0 compared its share:"));
         out.indices = std::move(part.indices);
         out.tensors = std::move(part.tensors);
         out.cancelled = part.cancelled;
@@ -151,8 +151,7 @@ int compareAndFinish(const MpiWorld& world, const cli::DiffArgs& args, const Ope
         largest = std::max(largest, s.bytes);
     }
     log.line(std::to_string(ids.size()) + " tensors, " + sizeText(total) + " over " +
-             std::to_string(world.size()) + " processes (largest share " + sizeText(largest) +
-             ")");
+             std::to_string(world.size()) + " processes (largest share " + sizeText(largest) + ")");
     // Taken before comparing, as `ttrace diff` does: the store after it checks the files are
     // unchanged against this key.
     const std::string cacheKey = world.root() && pair.options.useCache
@@ -203,8 +202,8 @@ int runMpiDiff(const MpiWorld& world, const cli::DiffArgs& args) {
         failure =
             "rank " + std::to_string(world.rank()) + " failed to open the bundles: " + e.what();
     }
-    const auto prints = world.gatherToRoot(failure.empty() ? openingFingerprint(pair, ids)
-                                                            : "failed: " + failure);
+    const auto prints =
+        world.gatherToRoot(failure.empty() ? openingFingerprint(pair, ids) : "failed: " + failure);
     std::string mismatch;
     if (world.root()) {
         for (const auto& p : prints) {

@@ -152,8 +152,8 @@ private slots:
         // A share from another wire version is refused, not misread.
         auto bytes = encodeShareResult({3, {}, {}, false, {}});
         QVERIFY(decodeShareResult(bytes, error));
-        const auto version = std::find(bytes.begin(), bytes.end(),
-                                       static_cast<std::uint8_t>(kTensorWireVersion));
+        const auto version =
+            std::find(bytes.begin(), bytes.end(), static_cast<std::uint8_t>(kTensorWireVersion));
         QVERIFY(version != bytes.end());
         *version = static_cast<std::uint8_t>(kTensorWireVersion + 1);
         QVERIFY(!decodeShareResult(bytes, error));

@@ -40,7 +40,7 @@ std::vector<TensorId> diffTensorIds(const Bundle& reference, const Bundle& candi
                                     const DiffOptions& options);
 
 struct SubsetComparison {
-    std::vector<std::size_t> indices; // into the ids, ascending
+    std::vector<std::size_t> indices;  // into the ids, ascending
     std::vector<TensorResult> tensors; // one per index
     bool cancelled = false;
 };

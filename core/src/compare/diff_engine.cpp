@@ -235,8 +235,7 @@ DiffResult finishDiff(const Bundle& reference, const Bundle& candidate, const Di
     assembleVerdicts(result, reference.manifest().modules);
     // Stored only if no file changed while it was compared: the key is taken again (cheap:
     // the CRCs of files whose inode, size and times are unchanged are remembered) and must match.
-    if (!cacheKey.empty() &&
-        diffCacheKey(reference.dir(), candidate.dir(), options) == cacheKey &&
+    if (!cacheKey.empty() && diffCacheKey(reference.dir(), candidate.dir(), options) == cacheKey &&
         !storeCachedDiff(cacheKey, result).empty()) {
         // Taken after the key: a file written in between at worst points the fingerprint at an
         // older entry, which the content check of the next open rejects.

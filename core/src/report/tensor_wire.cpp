@@ -11,14 +11,10 @@ std::vector<std::uint8_t> encodeShareResult(const ShareResult& share) {
     for (const auto& t : share.tensors) {
         tensors.push_back(tensorResultJson(t));
     }
-    const nlohmann::json doc = {{"wire", "ttrace-share"},
-                                {"version", kTensorWireVersion},
-                                {"rank", share.rank},
-                                {"indices", share.indices},
-                                {"cancelled", share.cancelled},
-                                {"error", share.error},
-                                {"bytes", share.bytes},
-                                {"seconds", share.seconds},
+    const nlohmann::json doc = {{"wire", "ttrace-share"},       {"version", kTensorWireVersion},
+                                {"rank", share.rank},           {"indices", share.indices},
+                                {"cancelled", share.cancelled}, {"error", share.error},
+                                {"bytes", share.bytes},         {"seconds", share.seconds},
                                 {"tensors", std::move(tensors)}};
     // CBOR keeps every finite double exactly; a non-finite one travels as the report and the
     // summary cache hold it, so the finished analysis sees what a cached diff would.
