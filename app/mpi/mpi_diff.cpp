@@ -1,6 +1,7 @@
 #include "mpi_diff.h"
 
 #include "share_check.h"
+#include "shared_crc.h"
 
 #include "commands.h"
 #include "ttrace/diff_cache.h"
@@ -180,6 +181,10 @@ int compareAndFinish(const MpiWorld& world, const cli::DiffArgs& args, const Ope
 int runMpiDiff(const MpiWorld& world, const cli::DiffArgs& args) {
     const RootLog log(world, args.quiet);
     const std::filesystem::path refDir = args.bundles[0], candDir = args.bundles[1];
+    // Each file read once in the whole job for its CRC-32, before anything needs one.
+    const auto adopted = shareChecksums(world, refDir, candDir);
+    log.line("checksummed the rank files across the processes (rank 0 adopted " +
+             std::to_string(adopted) + " from the others)");
     // The summary cache first, on rank 0 alone: a hit needs no process but that one.
     std::optional<DiffResult> cached;
     if (world.root()) {

@@ -69,4 +69,28 @@ std::vector<std::string> MpiWorld::gatherToRoot(const std::string& mine) const {
     return out;
 }
 
+std::vector<std::string> MpiWorld::allGather(const std::string& mine) const {
+    // Small texts (a line per file): a share too large for an int count is sent empty.
+    int count = mine.size() > static_cast<std::size_t>(std::numeric_limits<int>::max() / size_)
+                    ? 0
+                    : static_cast<int>(mine.size());
+    std::vector<int> counts(static_cast<std::size_t>(size_));
+    MPI_Allgather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, MPI_COMM_WORLD);
+    std::vector<int> offsets(counts.size());
+    int total = 0;
+    for (std::size_t r = 0; r < counts.size(); ++r) {
+        offsets[r] = total;
+        total += counts[r];
+    }
+    std::string all(static_cast<std::size_t>(total), '\0');
+    MPI_Allgatherv(mine.data(), count, MPI_CHAR, all.data(), counts.data(), offsets.data(),
+                   MPI_CHAR, MPI_COMM_WORLD);
+    std::vector<std::string> out;
+    for (std::size_t r = 0; r < counts.size(); ++r) {
+        out.push_back(
+            all.substr(static_cast<std::size_t>(offsets[r]), static_cast<std::size_t>(counts[r])));
+    }
+    return out;
+}
+
 } // namespace ttrace::mpi

@@ -29,6 +29,8 @@ public:
     [[nodiscard]] std::vector<std::vector<std::uint8_t>>
     gatherToRoot(const std::vector<std::uint8_t>& mine) const;
     [[nodiscard]] std::vector<std::string> gatherToRoot(const std::string& mine) const;
+    // Every process's text, in rank order, on every process.
+    [[nodiscard]] std::vector<std::string> allGather(const std::string& mine) const;
 
 private:
     int rank_ = 0;

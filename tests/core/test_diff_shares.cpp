@@ -4,6 +4,7 @@
 // training state's tensors of all iterations together and balance the bytes.
 #include "ttrace/diff_parts.h"
 #include "ttrace/report_json.h"
+#include "ttrace/shared_checksums.h"
 #include "ttrace/tensor_shard_plan.h"
 #include "ttrace/tensor_wire.h"
 
@@ -11,6 +12,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <set>
 #include <tuple>
@@ -143,6 +145,25 @@ private slots:
         QVERIFY(whole.find("\"carried_floor_mean\"") != std::string::npos);
         QCOMPARE(split.size(), whole.size());
         QVERIFY(split == whole);
+    }
+
+    // Another process's checksum is taken only for a file unchanged since it was read.
+    void checksumsAdoptedOnlyForUnchangedFiles() {
+        QTemporaryDir dir;
+        const fs::path file = dir.filePath("rank-00000.h5").toStdString();
+        fs::copy_file(demoDir() / "bug" / "candidate" / "rank-00000.h5", file);
+        const auto sum = checksumToShare(file);
+        QVERIFY(sum);
+        QCOMPARE(sum->size, static_cast<std::int64_t>(fs::file_size(file)));
+        QVERIFY(adoptChecksum(*sum));
+        auto moved = *sum;
+        moved.mtimeNs += 1;
+        QVERIFY(!adoptChecksum(moved));
+        std::ofstream(file, std::ios::app) << 'x';
+        QVERIFY(!adoptChecksum(*sum)); // grown: read again, not trusted
+        moved = *sum;
+        moved.path = dir.filePath("nope.h5").toStdString();
+        QVERIFY(!adoptChecksum(moved));
     }
 
     void wireRefusesWhatItDidNotWrite() {
