@@ -20,6 +20,8 @@ APT_PACKAGES=(
   # The install tests: build the DEB, check it (dpkg-shlibdeps, Lintian, AppStream, desktop
   # entry) and read its man pages (help2man writes them at build time).
   dpkg-dev fakeroot lintian appstream desktop-file-utils help2man man-db
+  # ttrace-mpi and its test (ctest -L mpi): Debian's Open MPI.
+  libopenmpi-dev openmpi-bin
 )
 # torch is always pinned: an unpinned torch pulls gigabytes of CUDA packages.
 # transformers and the packages it loads, pinned: the framework tests build its Llama.

@@ -1,4 +1,5 @@
 #include "ttrace/diff_engine.h"
+#include "ttrace/diff_parts.h"
 
 #include "compare/optimizer_conditioning.h"
 #include "compare/pair_checks.h"
@@ -13,6 +14,7 @@
 
 #include <algorithm>
 #include <map>
+#include <numeric>
 #include <set>
 
 namespace ttrace {
@@ -84,13 +86,30 @@ void compareRange(const ComparisonContext& ctx, const std::vector<TensorId>& ids
                                                 }));
 }
 
+using StateKey = std::tuple<std::string, TensorKind, std::string>;
+
+// The states the tensors of `subset` inherit from earlier iterations.
+std::set<StateKey> inheritedStates(const std::vector<TensorId>& ids,
+                                   const std::vector<std::size_t>& subset) {
+    std::set<StateKey> keys;
+    for (const auto i : subset) {
+        if (const auto state = carriedStateKind(ids[i].kind)) {
+            keys.insert({ids[i].module, *state, ids[i].index});
+        }
+    }
+    return keys;
+}
+
 // A diff of iteration N alone still needs the floors the training state carried into it, so
 // the reference's state tensors of the earlier iterations are measured (floors only).
-void carryStateFloorsUpTo(ComparisonContext& ctx, std::int64_t iteration) {
+// Only the states of `keys` are measured (a process comparing a share needs no others).
+void carryStateFloorsUpTo(ComparisonContext& ctx, std::int64_t iteration,
+                          const std::optional<std::set<StateKey>>& keys) {
     std::map<std::int64_t, std::vector<TensorId>> earlier;
     for (const auto& [id, shards] : ctx.reference.tensors()) {
         if (id.variant == "nominal" && id.iteration < iteration &&
-            (id.kind == TensorKind::ParamAfterStep || id.kind == TensorKind::OptimizerState)) {
+            (id.kind == TensorKind::ParamAfterStep || id.kind == TensorKind::OptimizerState) &&
+            (!keys || keys->contains(StateKey{id.module, id.kind, id.index}))) {
             earlier[id.iteration].push_back(id);
         }
     }
@@ -124,7 +143,107 @@ void carryStateTerms(const std::vector<TensorId>& ids, std::size_t begin, std::s
     carried = std::move(next);
 }
 
+ComparisonContext contextFor(const Bundle& reference, const Bundle& candidate,
+                             const DiffOptions& options) {
+    ComparisonContext ctx{reference, candidate, options.tolerance, {}, 0, {}, {}};
+    for (const auto& v : reference.manifest().variants) {
+        if (v != "nominal") {
+            ctx.perturbedVariants.push_back(v);
+        }
+    }
+    for (const auto& m : reference.manifest().modules) {
+        ctx.maxDepth = std::max(ctx.maxDepth, m.depth);
+    }
+    return ctx;
+}
+
 } // namespace
+
+std::vector<TensorId> diffTensorIds(const Bundle& reference, const Bundle& candidate,
+                                    const DiffOptions& options) {
+    return tensorsToCompare(reference, candidate, options);
+}
+
+SubsetComparison compareTensorSubset(const Bundle& reference, const Bundle& candidate,
+                                     const DiffOptions& options, const std::vector<TensorId>& ids,
+                                     const std::vector<std::size_t>& subset,
+                                     const ProgressFn& progress, const TensorResultFn& onTensor) {
+    auto ctx = contextFor(reference, candidate, options);
+    SubsetComparison out;
+    out.indices = subset;
+    out.tensors.resize(subset.size());
+    // The share's own list, so the engine's loop below runs unchanged on it.
+    std::vector<TensorId> mine;
+    mine.reserve(subset.size());
+    for (const auto i : subset) {
+        mine.push_back(ids[i]);
+    }
+    ProgressTracker tracker(progress, mine.size());
+    if (!ids.empty()) {
+        // The whole diff's first iteration, not the share's: a share without tensors there
+        // still inherits exactly what the whole diff would carry.
+        std::optional<std::set<StateKey>> keys;
+        if (subset.size() != ids.size()) {
+            keys = inheritedStates(ids, subset);
+        }
+        carryStateFloorsUpTo(ctx, ids.front().iteration, keys);
+    }
+    // Iterations in order (ids sort by iteration first): each one's state tensors inherit the
+    // previous one's effective floors. Every iteration of the whole diff is stepped through,
+    // even one without tensors of this share: it replaces the carried terms as it does there.
+    std::size_t begin = 0;
+    for (std::size_t first = 0; first < ids.size() && !tracker.cancelled();) {
+        const auto iteration = ids[first].iteration;
+        while (first < ids.size() && ids[first].iteration == iteration) {
+            ++first;
+        }
+        std::size_t end = begin;
+        while (end < mine.size() && mine[end].iteration == iteration) {
+            ++end;
+        }
+        compareRange(ctx, mine, begin, end, out.tensors, tracker, onTensor);
+        for (std::size_t i = begin; i < end; ++i) {
+            const auto& tol = out.tensors[i].tolerance;
+            if (tol.perturbedSamples > 0) {
+                recordStateFloor(mine[i], {tol.floorMean, tol.floorSpread, tol.perturbedSamples},
+                                 ctx.carried);
+            }
+        }
+        carryStateTerms(mine, begin, end, out.tensors, ctx.carriedTerms);
+        begin = end;
+    }
+    out.cancelled = tracker.cancelled();
+    return out;
+}
+
+DiffResult finishDiff(const Bundle& reference, const Bundle& candidate, const DiffOptions& options,
+                      std::vector<TensorResult> tensors, bool cancelled,
+                      const std::string& cacheKey) {
+    DiffResult result;
+    auto& s = result.summary;
+    s.referenceDir = reference.dir().string();
+    s.candidateDir = candidate.dir().string();
+    s.precision = reference.manifest().precision;
+    s.referenceRanks = reference.manifest().worldSize;
+    s.candidateRanks = candidate.manifest().worldSize;
+    s.perturbedVariants = contextFor(reference, candidate, options).perturbedVariants.size();
+    result.tensors = std::move(tensors);
+    if (cancelled) {
+        result.cancelled = true;
+        return result;
+    }
+    assembleVerdicts(result, reference.manifest().modules);
+    // Stored only if no file changed while it was compared: the key is taken again (cheap:
+    // the CRCs of files whose inode, size and times are unchanged are remembered) and must match.
+    if (!cacheKey.empty() && diffCacheKey(reference.dir(), candidate.dir(), options) == cacheKey &&
+        !storeCachedDiff(cacheKey, result).empty()) {
+        // Taken after the key: a file written in between at worst points the fingerprint at an
+        // older entry, which the content check of the next open rejects.
+        rememberFingerprint(diffCacheFingerprint(reference.dir(), candidate.dir(), options),
+                            cacheKey);
+    }
+    return result;
+}
 
 DiffResult diffBundles(const Bundle& reference, const Bundle& candidate, const DiffOptions& options,
                        const ProgressFn& progress, const TensorResultFn& onTensor) {
@@ -136,64 +255,13 @@ DiffResult diffBundles(const Bundle& reference, const Bundle& candidate, const D
             return std::move(*cached);
         }
     }
-    DiffResult result;
-    auto& s = result.summary;
-    s.referenceDir = reference.dir().string();
-    s.candidateDir = candidate.dir().string();
-    s.precision = reference.manifest().precision;
-    s.referenceRanks = reference.manifest().worldSize;
-    s.candidateRanks = candidate.manifest().worldSize;
-
-    ComparisonContext ctx{reference, candidate, options.tolerance, {}, 0, {}, {}};
-    for (const auto& v : reference.manifest().variants) {
-        if (v != "nominal") {
-            ctx.perturbedVariants.push_back(v);
-        }
-    }
-    s.perturbedVariants = ctx.perturbedVariants.size();
-    for (const auto& m : reference.manifest().modules) {
-        ctx.maxDepth = std::max(ctx.maxDepth, m.depth);
-    }
-
     const auto ids = tensorsToCompare(reference, candidate, options);
-    result.tensors.resize(ids.size());
-    ProgressTracker tracker(progress, ids.size());
-    if (!ids.empty()) {
-        carryStateFloorsUpTo(ctx, ids.front().iteration);
-    }
-    // Iterations in order (ids sort by iteration first): each one's state tensors inherit the
-    // previous one's effective floors.
-    for (std::size_t begin = 0; begin < ids.size() && !tracker.cancelled();) {
-        std::size_t end = begin;
-        while (end < ids.size() && ids[end].iteration == ids[begin].iteration) {
-            ++end;
-        }
-        compareRange(ctx, ids, begin, end, result.tensors, tracker, onTensor);
-        for (std::size_t i = begin; i < end; ++i) {
-            const auto& tol = result.tensors[i].tolerance;
-            if (tol.perturbedSamples > 0) {
-                recordStateFloor(ids[i], {tol.floorMean, tol.floorSpread, tol.perturbedSamples},
-                                 ctx.carried);
-            }
-        }
-        carryStateTerms(ids, begin, end, result.tensors, ctx.carriedTerms);
-        begin = end;
-    }
-    if (tracker.cancelled()) {
-        result.cancelled = true;
-        return result;
-    }
-    assembleVerdicts(result, reference.manifest().modules);
-    // Stored only if no file changed while it was compared: the key is taken again (cheap:
-    // the CRCs of files whose inode, size and times are unchanged are remembered) and must match.
-    if (options.useCache && diffCacheKey(reference.dir(), candidate.dir(), options) == cacheKey &&
-        !storeCachedDiff(cacheKey, result).empty()) {
-        // Taken after the key: a file written in between at worst points the fingerprint at an
-        // older entry, which the content check of the next open rejects.
-        rememberFingerprint(diffCacheFingerprint(reference.dir(), candidate.dir(), options),
-                            cacheKey);
-    }
-    return result;
+    std::vector<std::size_t> all(ids.size());
+    std::iota(all.begin(), all.end(), std::size_t{0});
+    auto compared =
+        compareTensorSubset(reference, candidate, options, ids, all, progress, onTensor);
+    return finishDiff(reference, candidate, options, std::move(compared.tensors),
+                      compared.cancelled, cacheKey);
 }
 
 namespace {
@@ -289,6 +357,68 @@ Diagnostic partialNote(const Bundle& reference, const Bundle& candidate, const D
 
 } // namespace
 
+std::optional<DiffResult> cachedDiff(const std::filesystem::path& reference,
+                                     const std::filesystem::path& candidate,
+                                     const DiffOptions& options, const DiffCallbacks& cb) {
+    return fromCache(reference, candidate, options, cb);
+}
+
+OpenedPair openDiffPair(const std::filesystem::path& reference,
+                        const std::filesystem::path& candidate, const DiffOptions& options,
+                        const DiffCallbacks& cb) {
+    OpenedPair pair;
+    auto scaled = [&cb](double offset, double width) {
+        return [&cb, offset, width](double f, std::string_view what) {
+            return !cb.progress || cb.progress(offset + width * f, what);
+        };
+    };
+    pair.options = options;
+    std::size_t leftOut = 0;
+    auto& ref = pair.reference;
+    auto& cand = pair.candidate;
+    ref = openSide(reference, scaled(0.0, 0.1), pair.options, leftOut);
+    cand = ref.cancelled ? BundleOpenResult{}
+                         : openSide(candidate, scaled(0.1, 0.1), pair.options, leftOut);
+    pair.diagnostics = sideDiagnostics(ref, cand);
+    bool refused = false;
+    if (ref.bundle && cand.bundle) {
+        auto check = checkBundlePair(*ref.bundle, *cand.bundle);
+        // A pair in the wrong order, the same bundle twice or another model: any analysis
+        // would be a confident wrong story (every front end shows the refusal alone).
+        refused = !check.comparable;
+        for (auto& d : check.problems) {
+            pair.diagnostics.push_back(std::move(d));
+        }
+    }
+    if (pair.options.onlyIterations && ref.bundle && cand.bundle) {
+        pair.diagnostics.push_back(partialNote(*ref.bundle, *cand.bundle, pair.options, leftOut));
+    }
+    if (cb.onOpened && !ref.cancelled && !cand.cancelled) {
+        cb.onOpened(ref.bundle ? &ref.bundle->manifest() : nullptr,
+                    cand.bundle ? &cand.bundle->manifest() : nullptr, pair.diagnostics);
+    }
+    if (ref.cancelled || cand.cancelled || !ref.bundle || !cand.bundle || refused) {
+        DiffResult early;
+        early.summary.referenceDir = reference.string();
+        early.summary.candidateDir = candidate.string();
+        early.diagnostics = pair.diagnostics;
+        early.cancelled = ref.cancelled || cand.cancelled;
+        early.summary.clean = early.cancelled;
+        pair.early = std::move(early);
+        return pair;
+    }
+    // A result of bundles with errors is not cached: the problem should be seen again; nor is
+    // a partial comparison, which the finished capture will replace.
+    pair.options.useCache =
+        options.useCache && !hasErrors(pair.diagnostics) && !pair.options.onlyIterations;
+    return pair;
+}
+
+void addOpeningDiagnostics(const Diagnostics& opening, DiffResult& diff) {
+    diff.diagnostics.insert(diff.diagnostics.begin(), opening.begin(), opening.end());
+    diff.summary.clean = diff.summary.clean && !hasErrors(diff.diagnostics);
+}
+
 DiffResult diffBundleDirs(const std::filesystem::path& reference,
                           const std::filesystem::path& candidate, const DiffOptions& options,
                           const DiffCallbacks& cb) {
@@ -297,52 +427,16 @@ DiffResult diffBundleDirs(const std::filesystem::path& reference,
     if (auto cached = fromCache(reference, candidate, options, cb)) {
         return std::move(*cached);
     }
-    DiffResult result;
-    result.summary.referenceDir = reference.string();
-    result.summary.candidateDir = candidate.string();
-    auto scaled = [&cb](double offset, double width) {
-        return [&cb, offset, width](double f, std::string_view what) {
-            return !cb.progress || cb.progress(offset + width * f, what);
-        };
+    auto pair = openDiffPair(reference, candidate, options, cb);
+    if (pair.early) {
+        return std::move(*pair.early);
+    }
+    auto progress = [&cb](double f, std::string_view what) {
+        return !cb.progress || cb.progress(0.2 + 0.8 * f, what);
     };
-    DiffOptions inner = options;
-    std::size_t leftOut = 0;
-    auto ref = openSide(reference, scaled(0.0, 0.1), inner, leftOut);
-    auto cand =
-        ref.cancelled ? BundleOpenResult{} : openSide(candidate, scaled(0.1, 0.1), inner, leftOut);
-    result.diagnostics = sideDiagnostics(ref, cand);
-    bool refusedPair = false;
-    if (ref.bundle && cand.bundle) {
-        auto pair = checkBundlePair(*ref.bundle, *cand.bundle);
-        // A pair in the wrong order, the same bundle twice or another model: any analysis
-        // would be a confident wrong story (every front end shows the refusal alone).
-        refusedPair = !pair.comparable;
-        for (auto& d : pair.problems) {
-            result.diagnostics.push_back(std::move(d));
-        }
-    }
-    if (inner.onlyIterations && ref.bundle && cand.bundle) {
-        result.diagnostics.push_back(partialNote(*ref.bundle, *cand.bundle, inner, leftOut));
-    }
-    if (cb.onOpened && !ref.cancelled && !cand.cancelled) {
-        cb.onOpened(ref.bundle ? &ref.bundle->manifest() : nullptr,
-                    cand.bundle ? &cand.bundle->manifest() : nullptr, result.diagnostics);
-    }
-    if (ref.cancelled || cand.cancelled) {
-        result.cancelled = true;
-        return result;
-    }
-    if (!ref.bundle || !cand.bundle || refusedPair) {
-        result.summary.clean = false;
-        return result;
-    }
-    // A result of bundles with errors is not cached: the problem should be seen again; nor is
-    // a partial comparison, which the finished capture will replace.
-    inner.useCache = options.useCache && !hasErrors(result.diagnostics) && !inner.onlyIterations;
-    auto diff = diffBundles(*ref.bundle, *cand.bundle, inner, scaled(0.2, 0.8), cb.onTensor);
-    diff.diagnostics.insert(diff.diagnostics.begin(), result.diagnostics.begin(),
-                            result.diagnostics.end());
-    diff.summary.clean = diff.summary.clean && !hasErrors(diff.diagnostics);
+    auto diff = diffBundles(*pair.reference.bundle, *pair.candidate.bundle, pair.options, progress,
+                            cb.onTensor);
+    addOpeningDiagnostics(pair.diagnostics, diff);
     return diff;
 }
 

@@ -1,6 +1,7 @@
 #include "io/file_integrity.h"
 #include "io/regular_file.h"
 #include "io/unique_fd.h"
+#include "ttrace/shared_checksums.h"
 
 #include <tbb/enumerable_thread_specific.h>
 #include <tbb/parallel_for.h>
@@ -179,6 +180,28 @@ std::optional<IntegrityProblem> checkFileIntegrity(const std::filesystem::path& 
                                     " (bytes changed in copying?); copy it again"};
     }
     return std::nullopt;
+}
+
+std::optional<FileChecksum> checksumToShare(const std::filesystem::path& file) {
+    const auto before = stampOf(file);
+    const auto crc = fileCrc32(file);
+    const auto after = stampOf(file);
+    if (!crc || !before || !after || !(*before == *after)) {
+        return std::nullopt;
+    }
+    return FileChecksum{file.string(), after->size, after->mtimeNs, after->ctimeNs, *crc};
+}
+
+bool adoptChecksum(const FileChecksum& checksum) {
+    // Size, mtime and ctime, not the inode: another node may number the same file otherwise.
+    // The ctime cannot be set by a user, so equal times mean no write since it was read.
+    const auto here = stampOf(checksum.path);
+    if (!here || here->size != checksum.size || here->mtimeNs != checksum.mtimeNs ||
+        here->ctimeNs != checksum.ctimeNs) {
+        return false;
+    }
+    crcMemo().store(checksum.path, *here, checksum.crc);
+    return true;
 }
 
 } // namespace ttrace

@@ -1,5 +1,6 @@
 #include "ttrace/report_json.h"
 
+#include "report/tensor_json.h"
 #include "report/timeline.h"
 #include "ttrace/verdict.h"
 
@@ -422,6 +423,14 @@ std::optional<DiffResult> diffResultFromJson(std::string_view text, std::string&
         error = e.what();
         return std::nullopt;
     }
+}
+
+nlohmann::json tensorResultJson(const TensorResult& tensor) {
+    return tensorJson(tensor);
+}
+
+TensorResult tensorResultFromJson(const nlohmann::json& j) {
+    return tensorFrom(j);
 }
 
 } // namespace ttrace
