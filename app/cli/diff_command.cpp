@@ -6,6 +6,7 @@
 #include "ttrace/report_json.h"
 #include "ttrace/report_markdown.h"
 #include "ttrace/verdict.h"
+#include "ttrace/verdict_text.h"
 
 #include <charconv>
 #include <cmath>
@@ -167,6 +168,9 @@ int runDiff(std::span<const std::string_view> args) {
     const bool unusable = result.tensors.empty() && hasErrors(result.diagnostics);
     if (unusable) {
         std::cerr << "ttrace diff: the bundles could not be compared\n";
+        if (!a.quiet) {
+            std::cout << verdictLine(result) << "\n";
+        }
         return exitCodeFor(result);
     }
     if (a.quiet) {

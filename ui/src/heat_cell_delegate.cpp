@@ -56,6 +56,10 @@ void HeatCellDelegate::paintName(QPainter* painter, const QStyleOptionViewItem& 
     } else if (origin == Origin::Inherited) {
         badge = tr("inherited");
         badgeColor = inheritedBadgeColor();
+    } else if (origin == Origin::Undetermined) {
+        // Diverges, but what it consumed could not be compared: neither blamed nor cleared.
+        badge = tr("inputs invalid");
+        badgeColor = heatColor(Status::Invalid, 0.0);
     }
     if (!index.data(IsModuleRole).toBool()) {
         opt.font.setItalic(true);

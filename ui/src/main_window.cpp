@@ -17,6 +17,8 @@
 #include "ttrace/ui/startup_localize.h"
 #include "ttrace/ui/warnings_dock.h"
 #include "ttrace/ui/widget_png.h"
+#include "ttrace/verdict.h"
+#include "ttrace/verdict_text.h"
 
 #include <algorithm>
 
@@ -168,6 +170,17 @@ void MainWindow::createMenus() {
     recentMenu_ = file->addMenu(tr("Open &Recent"));
     connect(recentMenu_, &QMenu::aboutToShow, this, &MainWindow::rebuildRecentMenu);
     rebuildRecentMenu();
+    swap_ = file->addAction(tr("S&wap Reference and Candidate"), this, [this] {
+        // Copies: openBundles assigns the members its arguments would otherwise alias.
+        const QString reference = candidate_;
+        const QString candidate = reference_;
+        if (!reference.isEmpty() && !candidate.isEmpty()) {
+            openBundles(reference, candidate);
+        }
+    });
+    swap_->setObjectName(QStringLiteral("swapBundlesAction"));
+    swap_->setToolTip(tr("Open the pair again with the reference and the candidate exchanged"));
+    swap_->setEnabled(false);
     file->addSeparator();
     auto* exportWindow = file->addAction(style()->standardIcon(QStyle::SP_DialogSaveButton),
                                          tr("Export &Window as PNG..."),
@@ -303,6 +316,7 @@ void MainWindow::openBundles(const QString& reference, const QString& candidate)
     setWindowTitle(tr("%1 vs %2 — TTrace Explorer")
                        .arg(QFileInfo(candidate_).fileName(), QFileInfo(reference_).fileName()));
     localizeUi_->setBundles(reference_, candidate_);
+    swap_->setEnabled(true);
     loader_->start(reference_, candidate_);
 }
 
@@ -434,13 +448,36 @@ void MainWindow::showResult(const std::shared_ptr<const DiffResult>& result) {
     }
     tree_->setSteps(model_->results().iterations(), model_->results().microBatches());
     tree_->refresh();
+    if (pairRefusal(result->diagnostics)) {
+        showRefusal(*result);
+        return;
+    }
     showStory(*result);
     updateVerdict();
+}
+
+void MainWindow::showRefusal(const DiffResult& result) {
+    // The error `ttrace diff` prints first for the same pair: the refusal, else the first
+    // problem that kept a bundle from opening.
+    const auto refusal = pairRefusal(result.diagnostics);
+    const auto firstError =
+        std::find_if(result.diagnostics.begin(), result.diagnostics.end(),
+                     [](const Diagnostic& d) { return d.severity == Severity::Error; });
+    const QString why = refusal ? QString::fromStdString(refusal->diagnostic.toString())
+                        : firstError != result.diagnostics.end()
+                            ? QString::fromStdString(firstError->toString())
+                            : QString::fromStdString(verdictLine(result));
+    headline_->setRefused(why);
+    summary_->setInvalidVerdict(QString::fromStdString(verdictLine(result)));
+    problems_->setProblems(tr("Not compared: %1").arg(why), shownProblems_);
+    const bool swapped = refusal && refusal->problem == PairProblem::SwappedRoles;
+    problems_->setFixAction(swapped ? swap_ : nullptr);
 }
 
 void MainWindow::showStory(const DiffResult& result) {
     const StoryHeadline story = storyHeadline(result);
     headline_->setHeadline(story);
+    headline_->setCaveat(QString::fromStdString(incompleteVerdictText(result)));
     if (story.divergent) {
         // The story starts at its iteration: the tree shows that step, the first divergence
         // in time selected in the column of its tensor kind. The tensor's own iteration: a
@@ -480,7 +517,11 @@ void MainWindow::onStopped(const QString& why) {
     cancel_->setEnabled(false);
     progressText_->setText(why);
     if (hasErrors(shownProblems_)) {
-        summary_->setFailed(tr("BROKEN BUNDLE"));
+        // The words `ttrace diff` ends with for the same pair.
+        DiffResult notCompared;
+        notCompared.diagnostics = shownProblems_;
+        notCompared.summary.clean = false;
+        showRefusal(notCompared);
     } else {
         summary_->setCancelled();
     }
@@ -490,6 +531,11 @@ void MainWindow::onStopped(const QString& why) {
 
 void MainWindow::updateVerdict() {
     if (const DiffResult* r = model_->results().final()) {
+        if (runVerdict(*r) == RunVerdict::Invalid) {
+            // Not a confident story: the line `ttrace diff` ends with, counts and why.
+            summary_->setInvalidVerdict(QString::fromStdString(verdictLine(*r)));
+            return;
+        }
         summary_->setVerdict(r->summary, static_cast<int>(model_->divergentModules().size()),
                              model_->firstDivergentModule());
     }

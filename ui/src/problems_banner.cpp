@@ -17,7 +17,8 @@ ProblemsBanner::ProblemsBanner(QWidget* parent)
     : QFrame(parent)
     , headline_(new QLabel(this))
     , details_(new QLabel(this))
-    , close_(new QToolButton(this)) {
+    , close_(new QToolButton(this))
+    , fix_(new QToolButton(this)) {
     setObjectName(QStringLiteral("problemsBanner"));
     headline_->setObjectName(QStringLiteral("problemsHeadline"));
     details_->setObjectName(QStringLiteral("problemsDetails"));
@@ -37,9 +38,13 @@ ProblemsBanner::ProblemsBanner(QWidget* parent)
     text->setSpacing(4);
     text->addWidget(headline_);
     text->addWidget(details_);
+    fix_->setObjectName(QStringLiteral("problemsFix"));
+    fix_->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
+    fix_->hide();
     auto* layout = new QHBoxLayout(this);
     layout->setContentsMargins(12, 8, 6, 8);
     layout->addLayout(text, 1);
+    layout->addWidget(fix_, 0, Qt::AlignTop);
     layout->addWidget(close_, 0, Qt::AlignTop);
     hide();
 }
@@ -71,7 +76,13 @@ void ProblemsBanner::setProblems(const QString& headline, const Diagnostics& pro
     setVisible(!headline.isEmpty() || !lines_.isEmpty());
 }
 
+void ProblemsBanner::setFixAction(QAction* action) {
+    fix_->setDefaultAction(action);
+    fix_->setVisible(action != nullptr);
+}
+
 void ProblemsBanner::clear() {
+    setFixAction(nullptr);
     lines_.clear();
     errors_ = 0;
     headline_->clear();
