@@ -26,7 +26,9 @@ HeadlineBar::HeadlineBar(QWidget* parent)
         // Long module lists wrap rather than widen the window (fixed-size screenshots): a
         // wrapped label's minimum width is small, and its height follows its width.
         l->setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Minimum);
-        l->setMinimumWidth(200);
+        // Wide enough that a long caveat wraps to a few lines: the window's minimum height
+        // follows this width's line count and must stay within a laptop screen.
+        l->setMinimumWidth(560);
     }
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(12, 6, 12, 6);

@@ -28,6 +28,7 @@ QString decadeLabel(int exponent) {
 
 HeatLegend::HeatLegend(QWidget* parent)
     : QWidget(parent) {
+    setObjectName(QStringLiteral("heatLegend"));
     setToolTip(tr("Cell colour: error / tolerance on a log scale. Up to 1 the difference is "
                   "round-off; above 1 it is a bug."));
     setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Fixed);

@@ -1,6 +1,7 @@
 #include "ttrace/ui/layer_tree_pane.h"
 
 #include "ttrace/ui/heat_legend.h"
+#include "ttrace/ui/layer_tree_view.h"
 #include "ttrace/ui/models/layer_filter_proxy.h"
 #include "ttrace/ui/models/layer_tree_model.h"
 #include "ttrace/ui/models/roles.h"
@@ -49,7 +50,7 @@ LayerTreePane::LayerTreePane(LayerTreeModel* model, QWidget* parent)
     , search_(new QLineEdit(this))
     , iteration_(new QComboBox(this))
     , microBatch_(new QComboBox(this))
-    , view_(new QTreeView(this))
+    , view_(new LayerTreeView(this))
     , legend_(new HeatLegend(this)) {
     setObjectName(QStringLiteral("layerTreePane"));
     view_->setObjectName(QStringLiteral("layerTree"));
@@ -67,13 +68,16 @@ LayerTreePane::LayerTreePane(LayerTreeModel* model, QWidget* parent)
     first_ = new QAction(style()->standardIcon(QStyle::SP_MediaSkipBackward),
                          tr("First Divergence"), this);
     first_->setShortcut(Qt::CTRL | Qt::Key_Home);
+    first_->setIconText(tr("First"));
     first_->setToolTip(tr("Select the module where the run first diverges (Ctrl+Home)"));
     previous_ =
         new QAction(style()->standardIcon(QStyle::SP_ArrowUp), tr("Previous Divergent"), this);
     previous_->setShortcut(Qt::CTRL | Qt::Key_Up);
+    previous_->setIconText(tr("Previous"));
     previous_->setToolTip(tr("Previous divergent module in execution order (Ctrl+Up)"));
     next_ = new QAction(style()->standardIcon(QStyle::SP_ArrowDown), tr("Next Divergent"), this);
     next_->setShortcut(Qt::CTRL | Qt::Key_Down);
+    next_->setIconText(tr("Next"));
     next_->setToolTip(tr("Next divergent module in execution order (Ctrl+Down)"));
     divergentOnly_ = new QAction(tr("Divergent only"), this);
     divergentOnly_->setCheckable(true);

@@ -56,6 +56,7 @@ LocalizeUi::LocalizeUi(const LocalizeUiParts& parts, QObject* parent)
         new QAction(style->standardIcon(QStyle::SP_DriveNetIcon), tr("&Connect to Agent…"), this);
     connect_->setObjectName(QStringLiteral("connectAgentAction"));
     connect_->setShortcut(Qt::CTRL | Qt::Key_K);
+    connect_->setIconText(tr("Connect"));
     connect_->setToolTip(tr("Connect to the localize agent serving the candidate job (Ctrl+K)"));
     localize_ =
         new QAction(style->standardIcon(QStyle::SP_FileDialogContentsView), tr("&Localize"), this);

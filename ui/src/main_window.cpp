@@ -36,6 +36,7 @@
 #include <QMimeData>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QScrollArea>
 #include <QSplitter>
 #include <QStatusBar>
 #include <QStyle>
@@ -90,7 +91,14 @@ MainWindow::MainWindow(QWidget* parent)
     auto* splitter = new QSplitter(Qt::Horizontal, this);
     splitter->setObjectName(QStringLiteral("paneSplitter"));
     splitter->addWidget(tree_);
-    splitter->addWidget(drill_);
+    // The drill-down scrolls instead of growing the window (a replay adds a row of plots): the
+    // window fits a 1280x720 laptop screen whatever is shown.
+    auto* drillScroll = new QScrollArea(this);
+    drillScroll->setObjectName(QStringLiteral("drillDownScroll"));
+    drillScroll->setWidget(drill_);
+    drillScroll->setWidgetResizable(true);
+    drillScroll->setFrameShape(QFrame::NoFrame);
+    splitter->addWidget(drillScroll);
     splitter->setStretchFactor(0, 5);
     splitter->setStretchFactor(1, 4);
     splitter->setChildrenCollapsible(false);
@@ -237,6 +245,9 @@ void MainWindow::createMenus() {
                "tolerance is derived from floating-point round-off, so a ratio above 1 is a bug."));
     });
 
+    // Short toolbar texts: every action stays on a 1280-px-wide screen (menus keep the long ones).
+    open->setIconText(tr("Open"));
+    exportWindow->setIconText(tr("Export PNG"));
     auto* toolbar = addToolBar(tr("Main"));
     toolbar->setObjectName(QStringLiteral("mainToolBar"));
     toolbar->setMovable(false);
@@ -430,9 +441,11 @@ void MainWindow::showResult(const std::shared_ptr<const DiffResult>& result) {
     // and module in the dock, so they inform without crowding out the story.
     warnings_->setGroups(groupWarnings(*result));
     warningsDock_->setVisible(!warnings_->groups().empty());
-    // A few group rows: the dock informs, the tree and drill-down keep the space.
+    // A few group rows: the dock informs, the tree and drill-down keep the space (a sixth of
+    // the window at most, so a laptop screen keeps the tree readable).
     resizeDocks({warningsDock_},
-                {std::min(40 + 22 * static_cast<int>(warnings_->groups().size()), 150)},
+                {std::min({40 + 22 * static_cast<int>(warnings_->groups().size()), 150,
+                           std::max(height() / 6, 60)})},
                 Qt::Vertical);
     Diagnostics errors;
     for (const auto& g : warnings_->groups()) {

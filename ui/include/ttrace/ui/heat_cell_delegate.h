@@ -15,6 +15,8 @@ public:
     void paint(QPainter* painter, const QStyleOptionViewItem& option,
                const QModelIndex& index) const override;
     QSize sizeHint(const QStyleOptionViewItem& option, const QModelIndex& index) const override;
+    // Whether `index` is on the row of the view's current cell (highlighted as a row).
+    static bool isCurrentRow(const QStyleOptionViewItem& option, const QModelIndex& index);
 
 private:
     void paintName(QPainter* painter, const QStyleOptionViewItem& option,

@@ -8,6 +8,7 @@
 
 class QAction;
 class QLabel;
+class QScrollArea;
 class QToolButton;
 
 namespace ttrace::ui {
@@ -32,6 +33,7 @@ public:
 private:
     QLabel* headline_;
     QLabel* details_;
+    QScrollArea* detailsScroll_;
     QToolButton* close_;
     QToolButton* fix_;
     QStringList lines_;
