@@ -108,7 +108,7 @@ void HeatCellDelegate::paintCell(QPainter* painter, const QStyleOptionViewItem& 
     if (ratio.isValid()) {
         const bool aggregate = index.data(AggregateRole).toBool();
         const auto status = static_cast<Status>(index.data(StatusRole).toInt());
-        QColor fill = heatColor(status, ratio.toDouble());
+        QColor fill = heatColor(status, ratio.toDouble(), scale_);
         QRect tile = option.rect.adjusted(1, 1, -1, -1);
         if (aggregate) {
             // A branch's worst descendant: a lighter, inset tile.

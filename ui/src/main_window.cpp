@@ -257,6 +257,7 @@ void MainWindow::createMenus() {
     toolbar->addAction(tree_->firstDivergenceAction());
     toolbar->addAction(tree_->previousDivergentAction());
     toolbar->addAction(tree_->nextDivergentAction());
+    toolbar->addWidget(tree_->positionLabel());
     toolbar->addSeparator();
     toolbar->addAction(localizeUi_->connectAction());
     toolbar->addAction(localizeUi_->localizeAction());
