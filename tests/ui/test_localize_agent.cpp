@@ -29,10 +29,8 @@
 #include <QProgressBar>
 #include <QPushButton>
 #include <QSignalSpy>
-#include <QSpinBox>
 #include <QStatusBar>
 #include <QToolBar>
-#include <QSpinBox>
 #include <QTimer>
 #include <QtTest>
 
@@ -134,8 +132,8 @@ private slots:
         QTimer::singleShot(0, this, [&] {
             auto* dialog = qobject_cast<ConnectDialog*>(QApplication::activeModalWidget());
             QVERIFY(dialog);
-            dialog->hostEdit()->setText(target.host);
-            dialog->portBox()->setValue(target.port);
+            // What the agent logs, pasted as it is.
+            dialog->addressEdit()->setText("tcp://" + target.hostPort());
             dialog->tokenEdit()->setText(target.tokenFile);
             QVERIFY(dialog->buttons()->button(QDialogButtonBox::Ok)->isEnabled());
             filled = true;
