@@ -7,10 +7,22 @@
 #include <QScrollBar>
 
 namespace ttrace::ui {
+namespace {
+
+// The frozen names' view. It lays its rows out lazily like any view; before its scroll bar is
+// moved from outside, a pending layout must run, or it scrolls over rows of a model that has
+// since changed.
+class FrozenColumnView : public QTreeView {
+public:
+    using QTreeView::QTreeView;
+    void layoutIfPending() { executeDelayedItemsLayout(); }
+};
+
+} // namespace
 
 LayerTreeView::LayerTreeView(QWidget* parent)
     : QTreeView(parent)
-    , frozen_(new QTreeView(this)) {
+    , frozen_(new FrozenColumnView(this)) {
     frozen_->setObjectName(QStringLiteral("frozenModuleColumn"));
     frozen_->hide();
 }
@@ -86,6 +98,9 @@ void LayerTreeView::followScroll(QScrollBar* follower, int value) {
         return;
     }
     followingScroll_ = true;
+    // Both views' rows must be laid out for the current model before either scrolls.
+    executeDelayedItemsLayout();
+    static_cast<FrozenColumnView*>(frozen_)->layoutIfPending();
     follower->setValue(value);
     followingScroll_ = false;
 }
