@@ -21,6 +21,7 @@
 #include "ttrace/verdict_text.h"
 
 #include <algorithm>
+#include <iterator>
 
 #include <QAction>
 #include <QApplication>
@@ -448,13 +449,20 @@ void MainWindow::showResult(const std::shared_ptr<const DiffResult>& result) {
                 {std::min({40 + 22 * static_cast<int>(warnings_->groups().size()), 150,
                            std::max(height() / 6, 60)})},
                 Qt::Vertical);
+    // Errors not already shown when the bundles opened (those come back in the result).
+    const auto shown = [this](const Diagnostic& d) {
+        return std::any_of(shownProblems_.begin(), shownProblems_.end(), [&d](const auto& s) {
+            return s.code == d.code && s.location == d.location && s.message == d.message;
+        });
+    };
     Diagnostics errors;
     for (const auto& g : warnings_->groups()) {
         if (g.severity == Severity::Error) {
-            errors.insert(errors.end(), g.items.begin(), g.items.end());
+            std::copy_if(g.items.begin(), g.items.end(), std::back_inserter(errors),
+                         [&shown](const Diagnostic& d) { return !shown(d); });
         }
     }
-    if (!errors.empty()) {
+    if (!errors.empty() || hasErrors(shownProblems_)) {
         shownProblems_.insert(shownProblems_.end(), errors.begin(), errors.end());
         problems_->setProblems(tr("The bundles have problems; affected tensors are marked "
                                   "invalid (purple)."),
@@ -483,7 +491,8 @@ void MainWindow::showRefusal(const DiffResult& result) {
                             : QString::fromStdString(verdictLine(result));
     headline_->setRefused(why);
     summary_->setInvalidVerdict(QString::fromStdString(verdictLine(result)));
-    problems_->setProblems(tr("Not compared: %1").arg(why), shownProblems_);
+    // The lines below the headline name the problem; the headline does not repeat it.
+    problems_->setProblems(tr("These bundles were not compared:"), shownProblems_);
     const bool swapped = refusal && refusal->problem == PairProblem::SwappedRoles;
     problems_->setFixAction(swapped ? swap_ : nullptr);
 }
