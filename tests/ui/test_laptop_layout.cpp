@@ -73,6 +73,7 @@ private slots:
         QVERIFY(open(window, demo_ + "/reference", demo_ + "/candidate"));
         QVERIFY(window.headlineBar()->headline().divergent);
         const QSize hint = window.minimumSizeHint();
+        qInfo("minimum size with the demo's story: %dx%d", hint.width(), hint.height());
         QVERIFY2(fits(hint, kLaptop),
                  qPrintable(QStringLiteral("%1x%2").arg(hint.width()).arg(hint.height())));
         QCOMPARE(window.size(), kLaptop);
@@ -107,6 +108,7 @@ private slots:
         QVERIFY(window.problemsBanner()->isVisible());
         QVERIFY(!window.headlineBar()->caveat().isEmpty());
         const QSize hint = window.minimumSizeHint();
+        qInfo("minimum size with a truncated rank file: %dx%d", hint.width(), hint.height());
         QVERIFY2(fits(hint, kLaptop),
                  qPrintable(QStringLiteral("%1x%2").arg(hint.width()).arg(hint.height())));
         QCOMPARE(window.size(), kLaptop);
