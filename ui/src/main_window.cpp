@@ -470,7 +470,10 @@ void MainWindow::showResult(const std::shared_ptr<const DiffResult>& result) {
     }
     tree_->setSteps(model_->results().iterations(), model_->results().microBatches());
     tree_->refresh();
-    if (pairRefusal(result->diagnostics)) {
+    // Refused (a pair check's error) or nothing compared at all (no tensor in common): the
+    // refusal alone, never "no divergence".
+    if (pairRefusal(result->diagnostics) ||
+        (result->tensors.empty() && hasErrors(result->diagnostics))) {
         showRefusal(*result);
         return;
     }
