@@ -5,6 +5,7 @@
 #include "ttrace/report_json.h"
 #include "ttrace/report_markdown.h"
 #include "ttrace/verdict.h"
+#include "ttrace/verdict_text.h"
 
 #include <fstream>
 #include <iostream>
@@ -35,6 +36,9 @@ int reportDiff(const DiffResult& result, const DiffArgs& a, std::string_view com
     const bool unusable = result.tensors.empty() && hasErrors(result.diagnostics);
     if (unusable) {
         std::cerr << command << ": the bundles could not be compared\n";
+        if (!a.quiet) {
+            std::cout << verdictLine(result) << "\n";
+        }
         return exitCodeFor(result);
     }
     if (a.quiet) {

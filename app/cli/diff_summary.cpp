@@ -2,6 +2,7 @@
 
 #include "ttrace/report_markdown.h"
 #include "ttrace/verdict.h"
+#include "ttrace/verdict_text.h"
 
 #include <iomanip>
 
@@ -117,30 +118,12 @@ std::string describeRanks(const std::vector<int>& ranks) {
     return ranks.empty() ? "no rank" : out;
 }
 
-std::string verdictLine(const DiffResult& r) {
-    const auto& s = r.summary;
-    switch (runVerdict(r)) {
-    case RunVerdict::Clean: return "CLEAN: every tensor is within its round-off tolerance";
-    case RunVerdict::Divergent:
-        return "DIVERGENT: " + std::to_string(s.divergent) +
-               " tensors diverge beyond round-off; every tensor was valid";
-    case RunVerdict::Invalid: break;
-    }
-    std::string why =
-        std::to_string(s.invalid) + " invalid, " + std::to_string(s.missing) + " missing tensors";
-    if (hasErrors(r.diagnostics)) {
-        why += ", bundle errors";
-    }
-    if (r.cancelled) {
-        why += ", cancelled";
-    }
-    return "INVALID: " + why +
-           (s.divergent > 0 ? "; " + std::to_string(s.divergent) + " divergent" : "") +
-           ": verdicts are unreliable until the input is fixed";
-}
-
 void printDiffSummary(std::ostream& out, const DiffResult& r, std::size_t worstRows) {
     const auto& s = r.summary;
+    // Said before the story it qualifies: a missing partial sum looks like a divergence.
+    if (const auto incomplete = incompleteVerdictText(r); !incomplete.empty()) {
+        out << incomplete << "\n";
+    }
     printFirstDivergence(out, r);
     out << "reference  " << s.referenceDir << " (" << s.referenceRanks << " rank"
         << (s.referenceRanks == 1 ? "" : "s") << ", " << (s.precision.empty() ? "?" : s.precision)

@@ -11,8 +11,6 @@
 namespace ttrace::cli {
 
 void printDiffSummary(std::ostream& out, const DiffResult& result, std::size_t worstRows);
-// The summary's last line: CLEAN / DIVERGENT / INVALID with the counts behind it.
-std::string verdictLine(const DiffResult& result);
 // "rank 1" / "ranks 0, 1".
 std::string describeRanks(const std::vector<int>& ranks);
 

@@ -23,12 +23,14 @@
 #include <QAction>
 #include <QApplication>
 #include <QDialogButtonBox>
+#include <QDir>
 #include <QLineEdit>
 #include <QProcess>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QSignalSpy>
-#include <QSpinBox>
+#include <QStatusBar>
+#include <QToolBar>
 #include <QTimer>
 #include <QtTest>
 
@@ -130,8 +132,8 @@ private slots:
         QTimer::singleShot(0, this, [&] {
             auto* dialog = qobject_cast<ConnectDialog*>(QApplication::activeModalWidget());
             QVERIFY(dialog);
-            dialog->hostEdit()->setText(target.host);
-            dialog->portBox()->setValue(target.port);
+            // What the agent logs, pasted as it is.
+            dialog->addressEdit()->setText("tcp://" + target.hostPort());
             dialog->tokenEdit()->setText(target.tokenFile);
             QVERIFY(dialog->buttons()->button(QDialogButtonBox::Ok)->isEnabled());
             filled = true;
@@ -273,6 +275,12 @@ private slots:
         w.resize(1600, 1000);
         w.show();
         QVERIFY(load(w, agent("demo").bundle));
+        const QSize laptop(1280, 720);
+        const auto fitsLaptop = [&] {
+            const QSize hint = w.minimumSizeHint();
+            return hint.width() <= laptop.width() && hint.height() <= laptop.height();
+        };
+        QVERIFY(fitsLaptop());
         const QString headline = w.headlineBar()->text();
         QVERIFY2(headline.contains("iteration 0") && headline.contains("gradient reduction") &&
                      headline.contains("layernorm") && headline.contains("main grad"),
@@ -328,6 +336,24 @@ private slots:
         QVERIFY(replayed->plottedElements() > 0);
         // The dock stays small: the tree and drill-down keep the window.
         QVERIFY(w.warningsDock()->height() < w.height() / 5);
+        // A replay shown does not grow the window: it still fits a laptop screen, where every
+        // toolbar action and the status bar stay on screen (screenshots for review).
+        QCOMPARE(w.size(), QSize(1600, 1000));
+        QVERIFY(fitsLaptop());
+        const QString shots = qEnvironmentVariable("TTRACE_SCREENSHOTS_DIR");
+        QDir().mkpath(shots);
+        QVERIFY(w.screenshot().save(QDir(shots).filePath("explorer-replay-1600x1000.png")));
+        w.resize(laptop);
+        QVERIFY(QTest::qWaitFor([&] { return w.size() == laptop; }, 2000));
+        const auto* toolbar = w.findChild<QToolBar*>(QStringLiteral("mainToolBar"));
+        QVERIFY(toolbar);
+        for (QAction* a : toolbar->actions()) {
+            const QWidget* button = a->isSeparator() ? nullptr : toolbar->widgetForAction(a);
+            QVERIFY2(a->isSeparator() || (button && button->isVisible()), qPrintable(a->text()));
+        }
+        QVERIFY(w.statusBar()->isVisible());
+        QVERIFY(w.statusBar()->geometry().bottom() < w.height());
+        QVERIFY(w.screenshot().save(QDir(shots).filePath("explorer-replay-1280x720.png")));
     }
 
     void commandLineLocalizesBeforeTheScreenshot() {

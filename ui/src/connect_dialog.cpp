@@ -8,40 +8,56 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QPushButton>
-#include <QSpinBox>
 #include <QVBoxLayout>
 
 namespace ttrace::ui {
+namespace {
+
+// A row of a line edit and a "Browse…" button that fills it with a chosen file.
+QHBoxLayout* withBrowse(QLineEdit* edit, const QString& title, QWidget* parent) {
+    auto* browse = new QPushButton(ConnectDialog::tr("Browse…"), parent);
+    QObject::connect(browse, &QPushButton::clicked, parent, [edit, title, parent] {
+        const auto file =
+            QFileDialog::getOpenFileName(parent, title, QFileInfo(edit->text()).absolutePath());
+        if (!file.isEmpty()) {
+            edit->setText(file);
+        }
+    });
+    auto* row = new QHBoxLayout;
+    row->addWidget(edit, 1);
+    row->addWidget(browse);
+    return row;
+}
+
+// A form label whose mnemonic focuses `buddy` (a row holding a layout gets no buddy by itself,
+// and would show the '&' literally).
+QLabel* labelFor(const QString& text, QWidget* buddy, QWidget* parent) {
+    auto* label = new QLabel(text, parent);
+    label->setBuddy(buddy);
+    return label;
+}
+
+} // namespace
 
 ConnectDialog::ConnectDialog(const AgentTarget& initial, QWidget* parent)
     : QDialog(parent)
-    , host_(new QLineEdit(initial.host, this))
-    , port_(new QSpinBox(this))
+    , address_(new QLineEdit(initial.port > 0 ? initial.hostPort() : QString(), this))
     , token_(new QLineEdit(initial.tokenFile, this))
     , hint_(new QLabel(this))
     , buttons_(new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel, this)) {
     setWindowTitle(tr("Connect to Localize Agent"));
     setObjectName(QStringLiteral("connectDialog"));
-    host_->setObjectName(QStringLiteral("agentHost"));
-    port_->setObjectName(QStringLiteral("agentPort"));
+    address_->setObjectName(QStringLiteral("agentAddress"));
     token_->setObjectName(QStringLiteral("agentTokenFile"));
-    port_->setRange(1, 65535);
-    port_->setValue(initial.port > 0 ? initial.port : 5555);
-    auto* browse = new QPushButton(tr("Browse…"), this);
-    connect(browse, &QPushButton::clicked, this, [this] {
-        const auto file = QFileDialog::getOpenFileName(this, tr("Agent token file"),
-                                                       QFileInfo(token_->text()).absolutePath());
-        if (!file.isEmpty()) {
-            token_->setText(file);
-        }
-    });
-    auto* tokenRow = new QHBoxLayout;
-    tokenRow->addWidget(token_, 1);
-    tokenRow->addWidget(browse);
+    address_->setPlaceholderText(tr("tcp://HOST:PORT, HOST:PORT or the endpoint file"));
+    address_->setToolTip(tr("What the agent printed (\"serving … on tcp://HOST:PORT\") or the "
+                            "file it wrote with --endpoint-file"));
     auto* form = new QFormLayout;
-    form->addRow(tr("&Host:"), host_);
-    form->addRow(tr("&Port:"), port_);
-    form->addRow(tr("&Token file:"), tokenRow);
+    form->addRow(labelFor(tr("&Agent:"), address_, this),
+                 withBrowse(address_, tr("Agent endpoint file"), this));
+    form->addRow(labelFor(tr("&Token file:"), token_, this),
+                 withBrowse(token_, tr("Agent token file"), this));
+    hint_->setObjectName(QStringLiteral("connectHint"));
     hint_->setWordWrap(true);
     hint_->setStyleSheet(QStringLiteral("color: #4b5563;"));
     auto* layout = new QVBoxLayout(this);
@@ -50,33 +66,41 @@ ConnectDialog::ConnectDialog(const AgentTarget& initial, QWidget* parent)
     layout->addWidget(buttons_);
     connect(buttons_, &QDialogButtonBox::accepted, this, &QDialog::accept);
     connect(buttons_, &QDialogButtonBox::rejected, this, &QDialog::reject);
-    connect(host_, &QLineEdit::textChanged, this, &ConnectDialog::validate);
+    connect(address_, &QLineEdit::textChanged, this, &ConnectDialog::validate);
     connect(token_, &QLineEdit::textChanged, this, &ConnectDialog::validate);
     validate();
-    resize(520, sizeHint().height());
+    resize(560, sizeHint().height());
 }
 
 AgentTarget ConnectDialog::target() const {
     AgentTarget t;
-    t.host = host_->text().trimmed();
-    t.port = port_->value();
+    t.port = 0;
+    if (!AgentTarget::parseAddress(address_->text(), t)) {
+        t.port = 0;
+    }
     t.tokenFile = token_->text().trimmed();
     return t;
 }
 
 void ConnectDialog::validate() {
-    const AgentTarget t = target();
+    AgentTarget t;
+    QString why;
+    const bool address = AgentTarget::parseAddress(address_->text(), t, &why);
+    const QString token = token_->text().trimmed();
     QString hint;
-    if (t.host.isEmpty()) {
-        hint = tr("The host the agent listens on (127.0.0.1 through an SSH tunnel).");
-    } else if (t.tokenFile.isEmpty()) {
+    if (address_->text().trimmed().isEmpty()) {
+        hint = tr("The agent's address: paste what it printed (tcp://HOST:PORT; 127.0.0.1 "
+                  "through an SSH tunnel) or choose its endpoint file.");
+    } else if (!address) {
+        hint = why;
+    } else if (token.isEmpty()) {
         hint = tr("The token file the agent wrote when it started (see its log line).");
-    } else if (!QFileInfo(t.tokenFile).isFile()) {
-        hint = tr("%1 does not exist.").arg(t.tokenFile);
+    } else if (!QFileInfo(token).isFile()) {
+        hint = tr("%1 does not exist.").arg(token);
     }
     hint_->setText(hint);
     hint_->setVisible(!hint.isEmpty());
-    buttons_->button(QDialogButtonBox::Ok)->setEnabled(t.isComplete());
+    buttons_->button(QDialogButtonBox::Ok)->setEnabled(address && !token.isEmpty());
 }
 
 } // namespace ttrace::ui

@@ -32,9 +32,32 @@ QString pillStyle(const QColor& color) {
         .arg(color.name(), contrastingText(color).name());
 }
 
+// Why a tensor could not be compared, cause first: the merge's finding (a hole and the ranks
+// present), what the merge tried, then the bundle errors that leave ranks out (the file and
+// rank to fix), never a bare "shape X vs shape X".
+QStringList uncomparedCause(const TensorResult& t, const DiffResult* result) {
+    QStringList lines;
+    for (const auto& f : t.findings) {
+        if (f.severity == Severity::Error || f.code == "missing-tensor") {
+            lines << QStringLiteral("Why %1: %2").arg(qstr(statusName(t.status)), qstr(f.message));
+        }
+    }
+    if (!t.invalid.empty()) {
+        lines << QStringLiteral("Merge: %1").arg(qstr(t.invalid.toString()));
+    }
+    constexpr int kShownBundleErrors = 3;
+    int shown = 0;
+    for (const auto& d : result ? result->diagnostics : Diagnostics{}) {
+        if (d.severity == Severity::Error && shown++ < kShownBundleErrors) {
+            lines << QStringLiteral("Bundle error: %1").arg(qstr(d.toString()));
+        }
+    }
+    return lines;
+}
+
 // What the core found about this tensor beyond its numbers: the error's shape and the bug
 // class it suggests (divergent), or why it could not be compared (invalid, missing).
-QString diagnosisText(const TensorResult& t) {
+QString diagnosisText(const TensorResult& t, const DiffResult* result) {
     QStringList lines;
     for (const auto& s : t.signatures) {
         lines << QStringLiteral("Error shape: %1 (%2)").arg(qstr(s.summary), qstr(s.evidence));
@@ -44,9 +67,8 @@ QString diagnosisText(const TensorResult& t) {
                      .arg(t.hint.bugClass.empty() ? QString() : qstr(t.hint.bugClass) + ": ",
                           qstr(t.hint.text));
     }
-    if (!t.invalid.empty()) {
-        lines << QStringLiteral("Why %1: %2")
-                     .arg(qstr(statusName(t.status)), qstr(t.invalid.toString()));
+    if (t.status == Status::Invalid || t.status == Status::Missing) {
+        lines << uncomparedCause(t, result);
     }
     return lines.join('\n');
 }
@@ -164,7 +186,7 @@ void DrillDownPane::showTensor(std::optional<std::size_t> tensor) {
     }
     status_->setStyleSheet(pillStyle(heatColor(t.status, t.ratio)));
     status_->setVisible(true);
-    const QString diagnosis = diagnosisText(t);
+    const QString diagnosis = diagnosisText(t, results.final());
     diagnosis_->setText(diagnosis);
     diagnosis_->setVisible(!diagnosis.isEmpty());
 

@@ -60,7 +60,7 @@ ErrorHistogramPlot::ErrorHistogramPlot(QWidget* parent)
     plot_->yAxis->setRange(0.8, 100);
     addToleranceLine(plot_, true, 0.0);
     setHistogram(nullptr);
-    setMinimumSize(260, 180);
+    setMinimumSize(220, 160);
 }
 
 void ErrorHistogramPlot::setHistogram(const ErrorHistogram* h) {

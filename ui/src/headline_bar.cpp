@@ -8,26 +8,32 @@ namespace ttrace::ui {
 
 HeadlineBar::HeadlineBar(QWidget* parent)
     : QFrame(parent)
+    , caveat_(new QLabel(this))
     , story_(new QLabel(this))
     , conclusion_(new QLabel(this)) {
     setObjectName(QStringLiteral("headlineBar"));
     story_->setObjectName(QStringLiteral("headlineStory"));
+    caveat_->setObjectName(QStringLiteral("headlineCaveat"));
+    caveat_->setStyleSheet(QStringLiteral("color: #581c87; font-weight: bold;"));
     conclusion_->setObjectName(QStringLiteral("headlineConclusion"));
     QFont big = font();
     big.setPointSizeF(font().pointSizeF() * 1.15);
     big.setBold(true);
     story_->setFont(big);
-    for (auto* l : {story_, conclusion_}) {
+    for (auto* l : {caveat_, story_, conclusion_}) {
         l->setWordWrap(true);
         l->setTextFormat(Qt::PlainText);
         // Long module lists wrap rather than widen the window (fixed-size screenshots): a
         // wrapped label's minimum width is small, and its height follows its width.
         l->setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Minimum);
-        l->setMinimumWidth(200);
+        // Wide enough that a long caveat wraps to a few lines: the window's minimum height
+        // follows this width's line count and must stay within a laptop screen.
+        l->setMinimumWidth(560);
     }
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(12, 6, 12, 6);
     layout->setSpacing(2);
+    layout->addWidget(caveat_);
     layout->addWidget(story_);
     layout->addWidget(conclusion_);
     setCursor(Qt::PointingHandCursor);
@@ -46,6 +52,25 @@ void HeadlineBar::setHeadline(const StoryHeadline& headline) {
     show();
 }
 
+void HeadlineBar::setRefused(const QString& text) {
+    headline_ = {};
+    story_->setText(text);
+    caveat_->hide();
+    conclusion_->hide();
+    setStyleSheet(QStringLiteral("#headlineBar { background: #faf5ff; border-bottom: 1px solid "
+                                 "#e9d5ff; } #headlineStory { color: #581c87; }"));
+    show();
+}
+
+void HeadlineBar::setCaveat(const QString& text) {
+    caveat_->setText(text);
+    caveat_->setVisible(!text.isEmpty());
+}
+
+QString HeadlineBar::caveat() const {
+    return caveat_->isHidden() ? QString() : caveat_->text();
+}
+
 void HeadlineBar::setConclusion(const QString& text, bool guilty) {
     conclusion_->setText(text);
     conclusion_->setStyleSheet(guilty ? QStringLiteral("color: #7f1d1d; font-weight: bold;")
@@ -56,6 +81,8 @@ void HeadlineBar::setConclusion(const QString& text, bool guilty) {
 void HeadlineBar::clear() {
     headline_ = {};
     story_->clear();
+    caveat_->clear();
+    caveat_->hide();
     conclusion_->clear();
     conclusion_->hide();
     hide();

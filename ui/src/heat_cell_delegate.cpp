@@ -7,6 +7,7 @@
 #include "ttrace/ui/models/roles.h"
 #include "ttrace/ui/models/tensor_columns.h"
 
+#include <QAbstractItemView>
 #include <QApplication>
 #include <QPainter>
 
@@ -27,6 +28,14 @@ QSize HeatCellDelegate::sizeHint(const QStyleOptionViewItem& option,
                       8);
     }
     return size;
+}
+
+bool HeatCellDelegate::isCurrentRow(const QStyleOptionViewItem& option,
+                                    const QModelIndex& index) {
+    const auto* view = qobject_cast<const QAbstractItemView*>(option.widget);
+    const QModelIndex current = view ? view->currentIndex() : QModelIndex();
+    return current.isValid() && current.row() == index.row() &&
+           current.parent() == index.parent();
 }
 
 void HeatCellDelegate::paint(QPainter* painter, const QStyleOptionViewItem& option,
@@ -56,14 +65,26 @@ void HeatCellDelegate::paintName(QPainter* painter, const QStyleOptionViewItem& 
     } else if (origin == Origin::Inherited) {
         badge = tr("inherited");
         badgeColor = inheritedBadgeColor();
+    } else if (origin == Origin::Undetermined) {
+        // Diverges, but what it consumed could not be compared: neither blamed nor cleared.
+        badge = tr("inputs invalid");
+        badgeColor = heatColor(Status::Invalid, 0.0);
     }
     if (!index.data(IsModuleRole).toBool()) {
         opt.font.setItalic(true);
         opt.palette.setColor(QPalette::Text, opt.palette.color(QPalette::PlaceholderText));
     }
+    const bool currentRow = isCurrentRow(option, index);
+    if (currentRow) {
+        // The row of the selected cell, whatever its column: its name reads as selected.
+        opt.state |= QStyle::State_Selected;
+        opt.font.setBold(true);
+    }
     const int reserved = badge.isEmpty() ? 0 : badgeWidth(opt.font, badge) + 6;
     const int textWidth = opt.rect.width() - reserved - 8;
-    opt.text = QFontMetrics(opt.font).elidedText(opt.text, Qt::ElideRight, std::max(textWidth, 0));
+    // Canonical names share long prefixes and differ at the end ("layers.11.mlp.fc2"): the
+    // middle goes first; the full name is in the tooltip.
+    opt.text = QFontMetrics(opt.font).elidedText(opt.text, Qt::ElideMiddle, std::max(textWidth, 0));
     const QWidget* widget = option.widget;
     QStyle* style = widget ? widget->style() : QApplication::style();
     style->drawControl(QStyle::CE_ItemViewItem, &opt, painter, widget);
@@ -87,7 +108,7 @@ void HeatCellDelegate::paintCell(QPainter* painter, const QStyleOptionViewItem& 
     if (ratio.isValid()) {
         const bool aggregate = index.data(AggregateRole).toBool();
         const auto status = static_cast<Status>(index.data(StatusRole).toInt());
-        QColor fill = heatColor(status, ratio.toDouble());
+        QColor fill = heatColor(status, ratio.toDouble(), scale_);
         QRect tile = option.rect.adjusted(1, 1, -1, -1);
         if (aggregate) {
             // A branch's worst descendant: a lighter, inset tile.
@@ -106,6 +127,14 @@ void HeatCellDelegate::paintCell(QPainter* painter, const QStyleOptionViewItem& 
         painter->setPen(aggregate ? option.palette.color(QPalette::Text) : contrastingText(fill));
         painter->drawText(tile.adjusted(4, 0, -5, 0), Qt::AlignRight | Qt::AlignVCenter,
                           index.data(Qt::DisplayRole).toString());
+    }
+    if (!selected && isCurrentRow(option, index)) {
+        // The selected row as a band across the heat cells.
+        QColor band = option.palette.color(QPalette::Highlight);
+        painter->fillRect(QRect(option.rect.left(), option.rect.top(), option.rect.width(), 2),
+                          band);
+        painter->fillRect(
+            QRect(option.rect.left(), option.rect.bottom() - 1, option.rect.width(), 2), band);
     }
     if (selected) {
         QPen pen(option.palette.color(QPalette::Highlight), 2);

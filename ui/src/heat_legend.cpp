@@ -2,6 +2,7 @@
 
 #include "ttrace/ui/badge_painter.h"
 #include "ttrace/ui/models/color_scale.h"
+#include "ttrace/ui/models/number_format.h"
 
 #include <QPainter>
 
@@ -28,9 +29,24 @@ QString decadeLabel(int exponent) {
 
 HeatLegend::HeatLegend(QWidget* parent)
     : QWidget(parent) {
+    setObjectName(QStringLiteral("heatLegend"));
     setToolTip(tr("Cell colour: error / tolerance on a log scale. Up to 1 the difference is "
                   "round-off; above 1 it is a bug."));
     setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Fixed);
+}
+
+void HeatLegend::setScale(const HeatScale& scale) {
+    if (!(scale == scale_)) {
+        scale_ = scale;
+        update();
+    }
+}
+
+QString HeatLegend::caption() const {
+    return scale_.maxRatio > kScaleMaxRatio
+               ? tr("error / tolerance, log scale to the worst ratio %1")
+                     .arg(formatRatio(scale_.maxRatio))
+               : tr("error / tolerance, log scale");
 }
 
 QSize HeatLegend::sizeHint() const {
@@ -63,15 +79,20 @@ void HeatLegend::paintEvent(QPaintEvent*) {
 
     p.setPen(text);
     p.drawText(QRect(kMargin, 0, bar.right(), barTop), Qt::AlignLeft | Qt::AlignVCenter,
-               tr("error / tolerance"));
+               caption());
     for (int x = bar.left(); x <= bar.right(); ++x) {
         const double pos = static_cast<double>(x - bar.left()) / std::max(1, bar.width() - 1);
-        p.setPen(heatColor(ratioAtPosition(pos)));
+        p.setPen(heatColor(ratioAtPosition(pos, scale_), scale_));
         p.drawLine(x, bar.top(), x, bar.bottom());
     }
     const double lo = std::log10(kScaleMinRatio);
-    const double hi = std::log10(kScaleMaxRatio);
-    for (int e = static_cast<int>(lo); e <= static_cast<int>(hi); ++e) {
+    const double hi = std::log10(scale_.maxRatio);
+    // Every decade gets a tick; labels only as many as fit (the tolerance's always).
+    const double perDecade = bar.width() / (hi - lo);
+    const int labelEvery =
+        std::max(1, static_cast<int>(std::ceil((fm.horizontalAdvance(QStringLiteral("1e-4")) + 6) /
+                                               std::max(perDecade, 1.0))));
+    for (int e = static_cast<int>(lo); e <= static_cast<int>(std::floor(hi)); ++e) {
         const int x =
             bar.left() + static_cast<int>(std::lround((e - lo) / (hi - lo) * bar.width()));
         const bool tolerance = e == 0;
@@ -79,6 +100,9 @@ void HeatLegend::paintEvent(QPaintEvent*) {
         p.drawLine(x, bar.bottom() + 1, x, bar.bottom() + (tolerance ? 6 : 4));
         if (tolerance) {
             p.drawLine(x, bar.top() - 3, x, bar.bottom() + 1);
+        }
+        if (!tolerance && e % labelEvery != 0) {
+            continue;
         }
         QFont f = font();
         f.setBold(tolerance);

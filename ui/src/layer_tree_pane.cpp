@@ -1,6 +1,8 @@
 #include "ttrace/ui/layer_tree_pane.h"
 
+#include "ttrace/ui/heat_cell_delegate.h"
 #include "ttrace/ui/heat_legend.h"
+#include "ttrace/ui/layer_tree_view.h"
 #include "ttrace/ui/models/layer_filter_proxy.h"
 #include "ttrace/ui/models/layer_tree_model.h"
 #include "ttrace/ui/models/roles.h"
@@ -8,6 +10,7 @@
 
 #include <QAction>
 #include <QComboBox>
+#include <QKeyEvent>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
@@ -16,6 +19,8 @@
 #include <QToolButton>
 #include <QTreeView>
 #include <QVBoxLayout>
+
+#include <cmath>
 
 namespace ttrace::ui {
 namespace {
@@ -49,31 +54,37 @@ LayerTreePane::LayerTreePane(LayerTreeModel* model, QWidget* parent)
     , search_(new QLineEdit(this))
     , iteration_(new QComboBox(this))
     , microBatch_(new QComboBox(this))
-    , view_(new QTreeView(this))
+    , view_(new LayerTreeView(this))
     , legend_(new HeatLegend(this)) {
     setObjectName(QStringLiteral("layerTreePane"));
     view_->setObjectName(QStringLiteral("layerTree"));
     search_->setObjectName(QStringLiteral("moduleSearch"));
-    search_->setPlaceholderText(tr("Filter modules (e.g. mlp.fc2)"));
+    search_->setPlaceholderText(tr("Filter by name or type (e.g. mlp.fc2, RMSNorm)"));
+    search_->setToolTip(tr("Shows modules whose name or type contains the text (Esc clears)"));
+    search_->setClearButtonEnabled(true);
+    search_->installEventFilter(this);
     iteration_->setObjectName(QStringLiteral("iterationSelector"));
     microBatch_->setObjectName(QStringLiteral("microBatchSelector"));
     iteration_->setToolTip(tr("Iteration shown in the tree (\"all\": worst over every iteration)"));
     microBatch_->setToolTip(
         tr("Micro-batch shown in the tree (\"all\": worst over every micro-batch); once-per-"
            "iteration tensors such as main grads are always shown"));
-    proxy_ = setupLayerTreeView(view_, model_, search_);
+    proxy_ = setupLayerTreeView(view_, model_, nullptr);
     setSteps({}, {});
 
     first_ = new QAction(style()->standardIcon(QStyle::SP_MediaSkipBackward),
                          tr("First Divergence"), this);
     first_->setShortcut(Qt::CTRL | Qt::Key_Home);
+    first_->setIconText(tr("First"));
     first_->setToolTip(tr("Select the module where the run first diverges (Ctrl+Home)"));
     previous_ =
         new QAction(style()->standardIcon(QStyle::SP_ArrowUp), tr("Previous Divergent"), this);
     previous_->setShortcut(Qt::CTRL | Qt::Key_Up);
+    previous_->setIconText(tr("Previous"));
     previous_->setToolTip(tr("Previous divergent module in execution order (Ctrl+Up)"));
     next_ = new QAction(style()->standardIcon(QStyle::SP_ArrowDown), tr("Next Divergent"), this);
     next_->setShortcut(Qt::CTRL | Qt::Key_Down);
+    next_->setIconText(tr("Next"));
     next_->setToolTip(tr("Next divergent module in execution order (Ctrl+Down)"));
     divergentOnly_ = new QAction(tr("Divergent only"), this);
     divergentOnly_->setCheckable(true);
@@ -88,11 +99,36 @@ LayerTreePane::LayerTreePane(LayerTreeModel* model, QWidget* parent)
         }
     });
 
+    regex_ = new QAction(QStringLiteral(".*"), this);
+    regex_->setObjectName(QStringLiteral("regexSearchAction"));
+    regex_->setCheckable(true);
+    regex_->setToolTip(tr("Filter with a regular expression (on names and types)"));
+    noMatch_ = new QLabel(this);
+    noMatch_->setObjectName(QStringLiteral("filterNoMatch"));
+    noMatch_->setStyleSheet(QStringLiteral("color: #92400e;"));
+    noMatch_->setWordWrap(true);
+    noMatch_->hide();
+    position_ = new QLabel(this);
+    position_->setObjectName(QStringLiteral("divergencePosition"));
+    // Room for the longest text from the start: the toolbar lays it out once.
+    position_->setMinimumWidth(
+        position_->fontMetrics().horizontalAdvance(tr("%1 of %2 divergences").arg(888).arg(888)) +
+        12);
+    position_->setAlignment(Qt::AlignCenter);
+    position_->setToolTip(tr("The selected module's place among the divergent modules, in "
+                             "execution order"));
+    connect(search_, &QLineEdit::textChanged, this, &LayerTreePane::applySearch);
+    connect(regex_, &QAction::toggled, this, &LayerTreePane::applySearch);
+    connect(this, &LayerTreePane::currentModuleChanged, this, &LayerTreePane::updatePosition);
+
     auto* divergentButton = new QToolButton(this);
     divergentButton->setDefaultAction(divergentOnly_);
+    auto* regexButton = new QToolButton(this);
+    regexButton->setDefaultAction(regex_);
     auto* filters = new QHBoxLayout;
     filters->setSpacing(6);
     filters->addWidget(search_, 1);
+    filters->addWidget(regexButton);
     filters->addWidget(iteration_);
     filters->addWidget(microBatch_);
     filters->addWidget(divergentButton);
@@ -101,6 +137,7 @@ LayerTreePane::LayerTreePane(LayerTreeModel* model, QWidget* parent)
     layout->setContentsMargins(6, 6, 0, 6);
     layout->setSpacing(6);
     layout->addLayout(filters);
+    layout->addWidget(noMatch_);
     layout->addWidget(view_, 1);
     layout->addWidget(legend_);
 
@@ -108,13 +145,19 @@ LayerTreePane::LayerTreePane(LayerTreeModel* model, QWidget* parent)
     connect(microBatch_, &QComboBox::currentIndexChanged, this, &LayerTreePane::applyStepFilter);
     connect(view_->selectionModel(), &QItemSelectionModel::currentChanged, this,
             [this](const QModelIndex& current, const QModelIndex& previous) {
+                if (current.isValid()) {
+                    lastSelected_ = proxy_->mapToSource(current);
+                }
                 const auto module = current.data(ModuleNameRole).toString();
                 if (module != previous.data(ModuleNameRole).toString()) {
                     emit currentModuleChanged(module);
                 }
                 emit currentTensorChanged(currentTensor());
             });
-    connect(model_, &LayerTreeModel::resultsChanged, this, &LayerTreePane::updateNavigation);
+    connect(model_, &LayerTreeModel::resultsChanged, this, [this] {
+        updateNavigation();
+        updateScale();
+    });
     connect(model_, &QAbstractItemModel::modelReset, this, [this] {
         view_->expandToDepth(1);
         updateNavigation();
@@ -219,7 +262,74 @@ bool LayerTreePane::selectNextDivergent(bool forward) {
     return selectModule(target, model_->divergentColumn(target));
 }
 
+void LayerTreePane::applySearch() {
+    // The selection made before the filter hid it (a filter that hides a row drops it).
+    const QModelIndex selected = lastSelected_;
+    const QString text = search_->text();
+    proxy_->setSearch(text, regex_->isChecked());
+    if (!text.isEmpty()) {
+        view_->expandAll();
+    } else if (selected.isValid()) {
+        // Clearing the filter keeps the selection where it was, in view.
+        const QModelIndex again = proxy_->mapFromSource(selected);
+        for (QModelIndex p = again.parent(); p.isValid(); p = p.parent()) {
+            view_->expand(p);
+        }
+        view_->setCurrentIndex(again);
+        view_->scrollTo(again, QAbstractItemView::PositionAtCenter);
+    }
+    const QString error = proxy_->searchError();
+    QString why;
+    if (!text.isEmpty() && !error.isEmpty()) {
+        why = tr("Invalid regular expression: %1").arg(error);
+    } else if (!text.isEmpty() && proxy_->rowCount() == 0) {
+        why = tr("No module name or type matches \u201c%1\u201d (Esc clears)").arg(text);
+    }
+    noMatch_->setText(why);
+    noMatch_->setVisible(!why.isEmpty());
+}
+
+bool LayerTreePane::eventFilter(QObject* watched, QEvent* event) {
+    if (watched == search_ && event->type() == QEvent::KeyPress &&
+        static_cast<QKeyEvent*>(event)->key() == Qt::Key_Escape && !search_->text().isEmpty()) {
+        search_->clear();
+        return true;
+    }
+    return QWidget::eventFilter(watched, event);
+}
+
+void LayerTreePane::updatePosition() {
+    const QStringList divergent = model_->divergentModules();
+    if (divergent.isEmpty()) {
+        position_->clear();
+        return;
+    }
+    const auto at = divergent.indexOf(currentModule());
+    position_->setText(at >= 0 ? tr("%1 of %2 divergences").arg(at + 1).arg(divergent.size())
+                               : tr("%1 divergences").arg(divergent.size()));
+}
+
+void LayerTreePane::updateScale() {
+    // The worst finite ratio of the run: the scale reaches it, so the worst cells differ.
+    double worst = 0.0;
+    for (const auto& t : model_->results().tensors()) {
+        if (t.status == Status::Divergent && std::isfinite(t.ratio)) {
+            worst = std::max(worst, t.ratio);
+        }
+    }
+    const HeatScale scale = HeatScale::spanning(worst);
+    if (scale == legend_->scale()) {
+        return;
+    }
+    legend_->setScale(scale);
+    if (auto* delegate = qobject_cast<HeatCellDelegate*>(view_->itemDelegate())) {
+        delegate->setScale(scale);
+    }
+    view_->viewport()->update();
+}
+
 void LayerTreePane::updateNavigation() {
+    updatePosition();
     const bool any = !model_->divergentModules().isEmpty();
     first_->setEnabled(any);
     next_->setEnabled(any);

@@ -157,7 +157,11 @@ void LoadWorker::compare(quint64 job, const QString& reference, const QString& c
     callbacks.onOpened = [this, job, &fatal, treeShown](const Manifest* ref, const Manifest* cand,
                                                         const Diagnostics& problems) {
         if ((ref || cand) && !treeShown) {
-            emit metadataReady(job, ref ? *ref : *cand, cand ? *cand : *ref);
+            // A side that cannot be opened is shown as such (world size 0), never described
+            // with the other side's metadata.
+            Manifest unopened;
+            unopened.worldSize = 0;
+            emit metadataReady(job, ref ? *ref : unopened, cand ? *cand : unopened);
         }
         // Only a bundle that cannot be opened at all stops the comparison.
         fatal = !ref || !cand;

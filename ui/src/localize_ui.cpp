@@ -1,6 +1,7 @@
 #include "ttrace/ui/localize_ui.h"
 
 #include "ttrace/replay/localize_walk.h"
+#include "ttrace/verdict_text.h"
 #include "ttrace/ui/agent_status_widget.h"
 #include "ttrace/ui/connect_dialog.h"
 #include "ttrace/ui/drill_down_pane.h"
@@ -55,6 +56,7 @@ LocalizeUi::LocalizeUi(const LocalizeUiParts& parts, QObject* parent)
         new QAction(style->standardIcon(QStyle::SP_DriveNetIcon), tr("&Connect to Agent…"), this);
     connect_->setObjectName(QStringLiteral("connectAgentAction"));
     connect_->setShortcut(Qt::CTRL | Qt::Key_K);
+    connect_->setIconText(tr("Connect"));
     connect_->setToolTip(tr("Connect to the localize agent serving the candidate job (Ctrl+K)"));
     localize_ =
         new QAction(style->standardIcon(QStyle::SP_FileDialogContentsView), tr("&Localize"), this);
@@ -214,6 +216,10 @@ bool LocalizeUi::start(std::vector<Suspect> suspects) {
     if (controller_->isRunning()) {
         return false;
     }
+    if (const QString refused = refusedBecause(); !refused.isEmpty()) {
+        parts_.headline->setConclusion(tr("Cannot localize: %1").arg(refused), false);
+        return false;
+    }
     if (!client || !result_ || !session_->info()) {
         // Said where a screenshot shows it (and `--localize` prints it).
         parts_.headline->setConclusion(
@@ -250,21 +256,39 @@ void LocalizeUi::onFinished(const LocalizeResult& result) {
     emit localizeFinished(result);
 }
 
+QString LocalizeUi::refusedBecause() const {
+    if (!result_) {
+        return {};
+    }
+    // A refused pair has no story to localize: replaying it would badge an innocent module.
+    if (const auto refusal = pairRefusal(result_->diagnostics)) {
+        return tr("the pair was not compared (%1)")
+            .arg(QString::fromStdString(refusal->diagnostic.message));
+    }
+    return result_->tensors.empty() ? tr("no tensor was compared") : QString();
+}
+
 void LocalizeUi::updateActions() {
     const bool connected = session_->client() != nullptr;
-    const bool ready = connected && result_ && !controller_->isRunning();
+    const QString refused = refusedBecause();
+    const bool ready = connected && result_ && refused.isEmpty() && !controller_->isRunning();
     const QString module = parts_.tree->currentModule();
     localize_->setEnabled(ready && !module.isEmpty());
     localizeAll_->setEnabled(ready);
     cancel_->setEnabled(controller_->isRunning());
-    const QString why = !connected ? tr("connect to an agent first (Ctrl+K)")
-                        : !result_ ? tr("wait until the comparison finishes")
-                                   : QString();
+    const QString why = !refused.isEmpty() ? refused
+                        : !connected       ? tr("connect to an agent first (Ctrl+K)")
+                        : !result_         ? tr("wait until the comparison finishes")
+                                           : QString();
     localize_->setToolTip(
         why.isEmpty()
             ? tr("Replay %1 with the reference's inputs on the agent (Ctrl+L)").arg(module)
             : tr("Localize: %1").arg(why));
     localize_->setStatusTip(localize_->toolTip());
+    localizeAll_->setToolTip(
+        why.isEmpty() ? tr("Replay the divergent modules in causal order from the first "
+                           "divergence in time (Ctrl+Shift+L)")
+                      : tr("Localize All: %1").arg(why));
 }
 
 } // namespace ttrace::ui

@@ -17,8 +17,11 @@
 #include "ttrace/ui/startup_localize.h"
 #include "ttrace/ui/warnings_dock.h"
 #include "ttrace/ui/widget_png.h"
+#include "ttrace/verdict.h"
+#include "ttrace/verdict_text.h"
 
 #include <algorithm>
+#include <iterator>
 
 #include <QAction>
 #include <QApplication>
@@ -34,6 +37,7 @@
 #include <QMimeData>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QScrollArea>
 #include <QSplitter>
 #include <QStatusBar>
 #include <QStyle>
@@ -88,7 +92,14 @@ MainWindow::MainWindow(QWidget* parent)
     auto* splitter = new QSplitter(Qt::Horizontal, this);
     splitter->setObjectName(QStringLiteral("paneSplitter"));
     splitter->addWidget(tree_);
-    splitter->addWidget(drill_);
+    // The drill-down scrolls instead of growing the window (a replay adds a row of plots): the
+    // window fits a 1280x720 laptop screen whatever is shown.
+    auto* drillScroll = new QScrollArea(this);
+    drillScroll->setObjectName(QStringLiteral("drillDownScroll"));
+    drillScroll->setWidget(drill_);
+    drillScroll->setWidgetResizable(true);
+    drillScroll->setFrameShape(QFrame::NoFrame);
+    splitter->addWidget(drillScroll);
     splitter->setStretchFactor(0, 5);
     splitter->setStretchFactor(1, 4);
     splitter->setChildrenCollapsible(false);
@@ -168,6 +179,17 @@ void MainWindow::createMenus() {
     recentMenu_ = file->addMenu(tr("Open &Recent"));
     connect(recentMenu_, &QMenu::aboutToShow, this, &MainWindow::rebuildRecentMenu);
     rebuildRecentMenu();
+    swap_ = file->addAction(tr("S&wap Reference and Candidate"), this, [this] {
+        // Copies: openBundles assigns the members its arguments would otherwise alias.
+        const QString reference = candidate_;
+        const QString candidate = reference_;
+        if (!reference.isEmpty() && !candidate.isEmpty()) {
+            openBundles(reference, candidate);
+        }
+    });
+    swap_->setObjectName(QStringLiteral("swapBundlesAction"));
+    swap_->setToolTip(tr("Open the pair again with the reference and the candidate exchanged"));
+    swap_->setEnabled(false);
     file->addSeparator();
     auto* exportWindow = file->addAction(style()->standardIcon(QStyle::SP_DialogSaveButton),
                                          tr("Export &Window as PNG..."),
@@ -224,6 +246,9 @@ void MainWindow::createMenus() {
                "tolerance is derived from floating-point round-off, so a ratio above 1 is a bug."));
     });
 
+    // Short toolbar texts: every action stays on a 1280-px-wide screen (menus keep the long ones).
+    open->setIconText(tr("Open"));
+    exportWindow->setIconText(tr("Export PNG"));
     auto* toolbar = addToolBar(tr("Main"));
     toolbar->setObjectName(QStringLiteral("mainToolBar"));
     toolbar->setMovable(false);
@@ -233,6 +258,7 @@ void MainWindow::createMenus() {
     toolbar->addAction(tree_->firstDivergenceAction());
     toolbar->addAction(tree_->previousDivergentAction());
     toolbar->addAction(tree_->nextDivergentAction());
+    toolbar->addWidget(tree_->positionLabel());
     toolbar->addSeparator();
     toolbar->addAction(localizeUi_->connectAction());
     toolbar->addAction(localizeUi_->localizeAction());
@@ -303,6 +329,7 @@ void MainWindow::openBundles(const QString& reference, const QString& candidate)
     setWindowTitle(tr("%1 vs %2 — TTrace Explorer")
                        .arg(QFileInfo(candidate_).fileName(), QFileInfo(reference_).fileName()));
     localizeUi_->setBundles(reference_, candidate_);
+    swap_->setEnabled(true);
     loader_->start(reference_, candidate_);
 }
 
@@ -416,17 +443,26 @@ void MainWindow::showResult(const std::shared_ptr<const DiffResult>& result) {
     // and module in the dock, so they inform without crowding out the story.
     warnings_->setGroups(groupWarnings(*result));
     warningsDock_->setVisible(!warnings_->groups().empty());
-    // A few group rows: the dock informs, the tree and drill-down keep the space.
+    // A few group rows: the dock informs, the tree and drill-down keep the space (a sixth of
+    // the window at most, so a laptop screen keeps the tree readable).
     resizeDocks({warningsDock_},
-                {std::min(40 + 22 * static_cast<int>(warnings_->groups().size()), 150)},
+                {std::min({40 + 22 * static_cast<int>(warnings_->groups().size()), 150,
+                           std::max(height() / 6, 60)})},
                 Qt::Vertical);
+    // Errors not already shown when the bundles opened (those come back in the result).
+    const auto shown = [this](const Diagnostic& d) {
+        return std::any_of(shownProblems_.begin(), shownProblems_.end(), [&d](const auto& s) {
+            return s.code == d.code && s.location == d.location && s.message == d.message;
+        });
+    };
     Diagnostics errors;
     for (const auto& g : warnings_->groups()) {
         if (g.severity == Severity::Error) {
-            errors.insert(errors.end(), g.items.begin(), g.items.end());
+            std::copy_if(g.items.begin(), g.items.end(), std::back_inserter(errors),
+                         [&shown](const Diagnostic& d) { return !shown(d); });
         }
     }
-    if (!errors.empty()) {
+    if (!errors.empty() || hasErrors(shownProblems_)) {
         shownProblems_.insert(shownProblems_.end(), errors.begin(), errors.end());
         problems_->setProblems(tr("The bundles have problems; affected tensors are marked "
                                   "invalid (purple)."),
@@ -434,13 +470,40 @@ void MainWindow::showResult(const std::shared_ptr<const DiffResult>& result) {
     }
     tree_->setSteps(model_->results().iterations(), model_->results().microBatches());
     tree_->refresh();
+    // Refused (a pair check's error) or nothing compared at all (no tensor in common): the
+    // refusal alone, never "no divergence".
+    if (pairRefusal(result->diagnostics) ||
+        (result->tensors.empty() && hasErrors(result->diagnostics))) {
+        showRefusal(*result);
+        return;
+    }
     showStory(*result);
     updateVerdict();
+}
+
+void MainWindow::showRefusal(const DiffResult& result) {
+    // The error `ttrace diff` prints first for the same pair: the refusal, else the first
+    // problem that kept a bundle from opening.
+    const auto refusal = pairRefusal(result.diagnostics);
+    const auto firstError =
+        std::find_if(result.diagnostics.begin(), result.diagnostics.end(),
+                     [](const Diagnostic& d) { return d.severity == Severity::Error; });
+    const QString why = refusal ? QString::fromStdString(refusal->diagnostic.toString())
+                        : firstError != result.diagnostics.end()
+                            ? QString::fromStdString(firstError->toString())
+                            : QString::fromStdString(verdictLine(result));
+    headline_->setRefused(why);
+    summary_->setInvalidVerdict(QString::fromStdString(verdictLine(result)));
+    // The lines below the headline name the problem; the headline does not repeat it.
+    problems_->setProblems(tr("These bundles were not compared:"), shownProblems_);
+    const bool swapped = refusal && refusal->problem == PairProblem::SwappedRoles;
+    problems_->setFixAction(swapped ? swap_ : nullptr);
 }
 
 void MainWindow::showStory(const DiffResult& result) {
     const StoryHeadline story = storyHeadline(result);
     headline_->setHeadline(story);
+    headline_->setCaveat(QString::fromStdString(incompleteVerdictText(result)));
     if (story.divergent) {
         // The story starts at its iteration: the tree shows that step, the first divergence
         // in time selected in the column of its tensor kind. The tensor's own iteration: a
@@ -480,7 +543,11 @@ void MainWindow::onStopped(const QString& why) {
     cancel_->setEnabled(false);
     progressText_->setText(why);
     if (hasErrors(shownProblems_)) {
-        summary_->setFailed(tr("BROKEN BUNDLE"));
+        // The words `ttrace diff` ends with for the same pair.
+        DiffResult notCompared;
+        notCompared.diagnostics = shownProblems_;
+        notCompared.summary.clean = false;
+        showRefusal(notCompared);
     } else {
         summary_->setCancelled();
     }
@@ -490,6 +557,11 @@ void MainWindow::onStopped(const QString& why) {
 
 void MainWindow::updateVerdict() {
     if (const DiffResult* r = model_->results().final()) {
+        if (runVerdict(*r) == RunVerdict::Invalid) {
+            // Not a confident story: the line `ttrace diff` ends with, counts and why.
+            summary_->setInvalidVerdict(QString::fromStdString(verdictLine(*r)));
+            return;
+        }
         summary_->setVerdict(r->summary, static_cast<int>(model_->divergentModules().size()),
                              model_->firstDivergentModule());
     }

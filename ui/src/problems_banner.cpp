@@ -2,6 +2,7 @@
 
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QScrollArea>
 #include <QStyle>
 #include <QToolButton>
 #include <QVBoxLayout>
@@ -17,7 +18,9 @@ ProblemsBanner::ProblemsBanner(QWidget* parent)
     : QFrame(parent)
     , headline_(new QLabel(this))
     , details_(new QLabel(this))
-    , close_(new QToolButton(this)) {
+    , detailsScroll_(new QScrollArea(this))
+    , close_(new QToolButton(this))
+    , fix_(new QToolButton(this)) {
     setObjectName(QStringLiteral("problemsBanner"));
     headline_->setObjectName(QStringLiteral("problemsHeadline"));
     details_->setObjectName(QStringLiteral("problemsDetails"));
@@ -33,13 +36,28 @@ ProblemsBanner::ProblemsBanner(QWidget* parent)
     close_->setToolTip(tr("Hide"));
     connect(close_, &QToolButton::clicked, this, &QWidget::hide);
 
+    // The lines scroll inside a few rows: a bundle with many problems never pushes the panes,
+    // the status bar and its Cancel off a laptop screen.
+    detailsScroll_->setWidget(details_);
+    detailsScroll_->setWidgetResizable(true);
+    detailsScroll_->setFrameShape(QFrame::NoFrame);
+    detailsScroll_->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    detailsScroll_->setMaximumHeight(4 * fontMetrics().lineSpacing() + 6);
+    detailsScroll_->setStyleSheet(QStringLiteral("QScrollArea, QScrollArea > QWidget > QWidget "
+                                                 "{ background: transparent; }"));
+    headline_->setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Minimum);
+    headline_->setMinimumWidth(560);
     auto* text = new QVBoxLayout;
     text->setSpacing(4);
     text->addWidget(headline_);
-    text->addWidget(details_);
+    text->addWidget(detailsScroll_);
+    fix_->setObjectName(QStringLiteral("problemsFix"));
+    fix_->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
+    fix_->hide();
     auto* layout = new QHBoxLayout(this);
     layout->setContentsMargins(12, 8, 6, 8);
     layout->addLayout(text, 1);
+    layout->addWidget(fix_, 0, Qt::AlignTop);
     layout->addWidget(close_, 0, Qt::AlignTop);
     hide();
 }
@@ -67,11 +85,17 @@ void ProblemsBanner::setProblems(const QString& headline, const Diagnostics& pro
         shown << tr("… and %1 more").arg(lines_.size() - kShownLines);
     }
     details_->setText(shown.join('\n'));
-    details_->setVisible(!shown.isEmpty());
+    detailsScroll_->setVisible(!shown.isEmpty());
     setVisible(!headline.isEmpty() || !lines_.isEmpty());
 }
 
+void ProblemsBanner::setFixAction(QAction* action) {
+    fix_->setDefaultAction(action);
+    fix_->setVisible(action != nullptr);
+}
+
 void ProblemsBanner::clear() {
+    setFixAction(nullptr);
     lines_.clear();
     errors_ = 0;
     headline_->clear();

@@ -50,7 +50,7 @@ RatioHistoryPlot::RatioHistoryPlot(QWidget* parent)
     plot_->xAxis->setLabel(tr("iteration · micro-batch"));
     addToleranceLine(plot_, false, 1.0);
     setPoints({});
-    setMinimumSize(260, 180);
+    setMinimumSize(220, 160);
 }
 
 void RatioHistoryPlot::setPoints(const std::vector<RatioPoint>& points) {

@@ -38,7 +38,7 @@ ReplayComparisonPlot::ReplayComparisonPlot(QWidget* parent)
     plot_->legend->setVisible(true);
     plot_->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignLeft);
     setComparison({}, {});
-    setMinimumSize(260, 180);
+    setMinimumSize(220, 160);
 }
 
 void ReplayComparisonPlot::setComparison(const QString& title, const std::vector<ReplayBar>& bars) {

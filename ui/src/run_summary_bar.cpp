@@ -25,6 +25,9 @@ QString layout(const Manifest& m) {
 }
 
 QString describe(const Manifest& m) {
+    if (m.worldSize <= 0) {
+        return QObject::tr("not opened: see the problems below");
+    }
     QStringList parts;
     parts << (m.worldSize == 1 ? QObject::tr("1 rank") : QObject::tr("%1 ranks").arg(m.worldSize));
     parts << layout(m);
@@ -77,6 +80,9 @@ RunSummaryBar::RunSummaryBar(QWidget* parent)
     }
     verdict_->setObjectName(QStringLiteral("verdictPill"));
     verdict_->setAlignment(Qt::AlignCenter);
+    // The CLI's verdict lines are long: wrapped, the pill never widens the window.
+    verdict_->setWordWrap(true);
+    verdict_->setMaximumWidth(520);
     auto* grid = new QGridLayout(this);
     grid->setContentsMargins(12, 8, 12, 8);
     grid->setVerticalSpacing(2);
@@ -122,6 +128,10 @@ void RunSummaryBar::setLoading(double fraction) {
 
 void RunSummaryBar::setFailed(const QString& why) {
     setPill(why, heatColor(Status::Invalid, 0));
+}
+
+void RunSummaryBar::setInvalidVerdict(const QString& line) {
+    setPill(line, heatColor(Status::Invalid, 0.0));
 }
 
 void RunSummaryBar::setCancelled() {

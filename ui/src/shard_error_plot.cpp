@@ -27,7 +27,7 @@ ShardErrorPlot::ShardErrorPlot(QWidget* parent)
     plot_->xAxis->setLabel(tr("rank"));
     addToleranceLine(plot_, false, 1.0);
     setShards({}, 0.0);
-    setMinimumSize(260, 180);
+    setMinimumSize(220, 160);
 }
 
 void ShardErrorPlot::setShards(const std::vector<ShardError>& shards, double tolerance) {

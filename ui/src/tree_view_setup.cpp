@@ -1,6 +1,7 @@
 #include "ttrace/ui/tree_view_setup.h"
 
 #include "ttrace/ui/heat_cell_delegate.h"
+#include "ttrace/ui/layer_tree_view.h"
 #include "ttrace/ui/models/layer_filter_proxy.h"
 #include "ttrace/ui/models/tensor_columns.h"
 
@@ -39,6 +40,9 @@ LayerFilterProxy* setupLayerTreeView(QTreeView* view, QAbstractItemModel* source
         header->resizeSection(c, cell);
     }
 
+    if (auto* layerView = qobject_cast<LayerTreeView*>(view)) {
+        layerView->freezeNameColumn();
+    }
     if (search) {
         search->setClearButtonEnabled(true);
         QObject::connect(search, &QLineEdit::textChanged, proxy,

@@ -64,7 +64,9 @@ struct TensorResult {
     ElementConditioning conditioning;
 };
 
-enum class Origin { None, Introduced, Inherited };
+// Undetermined: the output diverges, but what the module consumed (or its own tensors) in that
+// step could not be compared (invalid or missing): an invalid input cannot clear or blame it.
+enum class Origin { None, Introduced, Inherited, Undetermined };
 std::string_view originName(Origin origin);
 
 struct ModuleResult {

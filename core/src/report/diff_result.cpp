@@ -33,7 +33,8 @@ std::string InvalidReason::toString() const {
             out += (out.empty() ? "" : "; ") + part;
         }
     };
-    if (!referenceShape.empty() || !candidateShape.empty()) {
+    // Equal shapes say nothing about why: the cause is in the findings (a hole, a rank file).
+    if ((!referenceShape.empty() || !candidateShape.empty()) && referenceShape != candidateShape) {
         add("reference shape " + (referenceShape.empty() ? "?" : referenceShape) +
             " vs candidate shape " + (candidateShape.empty() ? "?" : candidateShape));
     }
@@ -54,6 +55,7 @@ std::string_view originName(Origin origin) {
     case Origin::None: return "none";
     case Origin::Introduced: return "introduced";
     case Origin::Inherited: return "inherited";
+    case Origin::Undetermined: return "undetermined";
     }
     return "unknown";
 }
@@ -75,7 +77,16 @@ std::string earlierUncomparedText(const DiffResult& r) {
     std::string out =
         t.id.label() + " is " + std::string(statusName(t.status)) + ", " +
         (r.firstDivergence ? "earlier than the first divergence" : "and no tensor diverges");
-    std::string why = t.invalid.toString();
+    // The merge's own finding first: it names what is absent (a hole and the ranks present).
+    std::string why;
+    for (const auto& f : t.findings) {
+        if (f.severity == Severity::Error && why.empty()) {
+            why = f.message;
+        }
+    }
+    if (const auto reason = t.invalid.toString(); !reason.empty()) {
+        why += (why.empty() ? "" : "; ") + reason;
+    }
     if (why.empty() && !t.findings.empty()) {
         why = t.findings.front().message;
     }

@@ -294,7 +294,7 @@ ModuleResult moduleFrom(const json& j) {
     m.depth = j.at("depth");
     m.status = statusFrom(j.at("status"));
     const std::string origin = j.at("origin");
-    for (auto o : {Origin::None, Origin::Introduced, Origin::Inherited}) {
+    for (auto o : {Origin::None, Origin::Introduced, Origin::Inherited, Origin::Undetermined}) {
         if (originName(o) == origin) {
             m.origin = o;
         }

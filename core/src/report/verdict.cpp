@@ -69,9 +69,8 @@ public:
     explicit OriginAnalysis(const DiffResult& result)
         : result_(result) {
         for (const auto& t : result.tensors) {
-            if (compared(t)) {
-                entries_.push_back({moduleIndex(t.id.module), t.id.iteration, t.id.kind, t.ratio});
-            }
+            const Entry e{moduleIndex(t.id.module), t.id.iteration, t.id.kind, t.ratio};
+            (compared(t) ? entries_ : uncompared_).push_back(e);
         }
     }
 
@@ -101,6 +100,10 @@ public:
                 seedsBackward(mi, firstIter)) {
                 m.origin = Origin::Introduced;
             }
+            // Neither blamed nor cleared on evidence that could not be compared.
+            if (m.origin != Origin::None && evidenceIncomplete(mi, firstIter, phase)) {
+                m.origin = Origin::Undetermined;
+            }
             return;
         }
         // Only inputs diverge: the divergence arrived from elsewhere.
@@ -120,6 +123,31 @@ private:
     }
 
     const std::string& name(std::size_t mi) const { return result_.modules[mi].name; }
+
+    // Something the module could have consumed up to `phase` of `iter` was not compared
+    // (invalid or missing): its own or its submodules' tensors, the forward of modules that ran
+    // before it, and, backwards, the whole forward (the loss seeds the backward) and the
+    // gradients of modules after it. A missing partial sum looks like a divergence, so such a
+    // module is never said to introduce one.
+    bool evidenceIncomplete(std::size_t mi, std::int64_t iter, Phase phase) const {
+        for (const auto& e : uncompared_) {
+            if (e.iteration != iter || e.module >= result_.modules.size() ||
+                phaseOf(e.kind) > phase) {
+                continue;
+            }
+            const bool own = e.module == mi || isDescendant(name(e.module), name(mi));
+            const bool earlierForward =
+                phaseOf(e.kind) == Phase::Forward &&
+                (phase != Phase::Forward || order(e.module) < order(mi));
+            const bool laterBackward =
+                phase == Phase::Backward && phaseOf(e.kind) == Phase::Backward &&
+                order(e.module) > order(mi);
+            if (own || (phase <= Phase::Backward && (earlierForward || laterBackward))) {
+                return true;
+            }
+        }
+        return false;
+    }
 
     // The backward's seed is wrong: the module runs last (no module after it has gradients),
     // its own output gradient diverges and its forward outputs do not. No module produced
@@ -197,6 +225,7 @@ private:
 
     const DiffResult& result_;
     std::vector<Entry> entries_;
+    std::vector<Entry> uncompared_; // invalid or missing tensors (ratio meaningless)
 };
 
 ModuleResult moduleEntry(const std::string& name, const std::string& type, int order, int depth) {

@@ -1,6 +1,8 @@
 #include "ttrace/ui/models/agent_target.h"
 
+#include <QCoreApplication>
 #include <QCryptographicHash>
+#include <QFile>
 #include <QFileInfo>
 #include <QSettings>
 
@@ -37,6 +39,49 @@ bool AgentTarget::parseHostPort(const QString& text, AgentTarget& out) {
     }
     out.host = host;
     out.port = port;
+    return true;
+}
+
+bool AgentTarget::parseAddress(const QString& text, AgentTarget& out, QString* error) {
+    const auto fail = [error](const QString& why) {
+        if (error) {
+            *error = why;
+        }
+        return false;
+    };
+    QString address = text.trimmed();
+    if (address.isEmpty()) {
+        return fail(QCoreApplication::translate("AgentTarget", "no agent address"));
+    }
+    const QFileInfo file(address);
+    if (file.isFile()) {
+        // An endpoint file is tiny (one line); a large file is not one.
+        QFile f(file.absoluteFilePath());
+        if (file.size() > 4096 || !f.open(QIODevice::ReadOnly)) {
+            return fail(QCoreApplication::translate("AgentTarget",
+                                                    "%1 is not an agent's endpoint file")
+                            .arg(address));
+        }
+        const QString line = QString::fromUtf8(f.readLine()).trimmed();
+        AgentTarget parsed = out;
+        QString inner;
+        if (!parseAddress(line, parsed, &inner) || QFileInfo(line).isFile()) {
+            return fail(QCoreApplication::translate("AgentTarget",
+                                                    "%1 does not hold HOST:PORT (it holds '%2')")
+                            .arg(address, line.left(80)));
+        }
+        out = parsed;
+        return true;
+    }
+    if (address.startsWith(QStringLiteral("tcp://"), Qt::CaseInsensitive)) {
+        address = address.mid(6);
+    }
+    if (!parseHostPort(address, out)) {
+        return fail(QCoreApplication::translate(
+                        "AgentTarget",
+                        "'%1' is neither tcp://HOST:PORT, HOST:PORT nor an endpoint file")
+                        .arg(text.trimmed()));
+    }
     return true;
 }
 

@@ -52,9 +52,23 @@ template <std::size_t N> QColor interpolate(const std::array<Stop, N>& stops, do
 
 } // namespace
 
+HeatScale HeatScale::spanning(double worstRatio) {
+    HeatScale s;
+    if (std::isfinite(worstRatio) && worstRatio > s.maxRatio) {
+        s.maxRatio = worstRatio;
+    }
+    return s;
+}
+
 QColor heatColor(double ratio) {
+    return heatColor(ratio, HeatScale{});
+}
+
+QColor heatColor(double ratio, const HeatScale& scale) {
     if (std::isnan(ratio) || ratio > 1.0) {
-        const double x = std::isfinite(ratio) ? std::log10(ratio) : 1e9;
+        // The divergent stops cover log10 0..3; the scale's span is mapped onto them.
+        const double span = std::log10(std::max(scale.maxRatio, 10.0));
+        const double x = std::isfinite(ratio) ? std::log10(ratio) * 3.0 / span : 1e9;
         return interpolate(kDivergent, x);
     }
     const double x = ratio > 0.0 ? std::log10(ratio) : -1e9;
@@ -62,6 +76,10 @@ QColor heatColor(double ratio) {
 }
 
 QColor heatColor(Status status, double ratio) {
+    return heatColor(status, ratio, HeatScale{});
+}
+
+QColor heatColor(Status status, double ratio, const HeatScale& scale) {
     switch (status) {
     case Status::Missing: return QColor(0xb8bcc2); // neutral: nothing to compare
     case Status::Invalid:
@@ -69,10 +87,10 @@ QColor heatColor(Status status, double ratio) {
     case Status::Clean:
     case Status::Divergent: break;
     }
-    return heatColor(ratio);
+    return heatColor(ratio, scale);
 }
 
-double heatPosition(double ratio) {
+double heatPosition(double ratio, const HeatScale& scale) {
     if (std::isnan(ratio)) {
         return 1.0;
     }
@@ -80,13 +98,13 @@ double heatPosition(double ratio) {
         return 0.0;
     }
     const double lo = std::log10(kScaleMinRatio);
-    const double hi = std::log10(kScaleMaxRatio);
+    const double hi = std::log10(scale.maxRatio);
     return std::clamp((std::log10(ratio) - lo) / (hi - lo), 0.0, 1.0);
 }
 
-double ratioAtPosition(double position) {
+double ratioAtPosition(double position, const HeatScale& scale) {
     const double lo = std::log10(kScaleMinRatio);
-    const double hi = std::log10(kScaleMaxRatio);
+    const double hi = std::log10(scale.maxRatio);
     return std::pow(10.0, lo + std::clamp(position, 0.0, 1.0) * (hi - lo));
 }
 

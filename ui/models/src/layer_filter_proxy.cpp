@@ -18,8 +18,29 @@ LayerFilterProxy::LayerFilterProxy(QObject* parent)
     setDynamicSortFilter(false);
 }
 
-void LayerFilterProxy::setSearchText(const QString& text) {
-    setFilterFixedString(text);
+void LayerFilterProxy::setSearch(const QString& text, bool regex) {
+    if (text == text_ && regex == regex_) {
+        return;
+    }
+    text_ = text;
+    regex_ = regex;
+    pattern_ = QRegularExpression(regex ? text : QRegularExpression::escape(text),
+                                  QRegularExpression::CaseInsensitiveOption);
+    invalidateFilter();
+}
+
+QString LayerFilterProxy::searchError() const {
+    return pattern_.isValid() ? QString() : pattern_.errorString();
+}
+
+bool LayerFilterProxy::matches(const QString& name, const QString& type) const {
+    if (text_.isEmpty()) {
+        return true;
+    }
+    if (!pattern_.isValid()) {
+        return false;
+    }
+    return pattern_.match(name).hasMatch() || (!type.isEmpty() && pattern_.match(type).hasMatch());
 }
 
 void LayerFilterProxy::setDivergentOnly(bool divergentOnly) {
@@ -30,13 +51,13 @@ void LayerFilterProxy::setDivergentOnly(bool divergentOnly) {
 }
 
 bool LayerFilterProxy::filterAcceptsRow(int sourceRow, const QModelIndex& sourceParent) const {
-    if (!QSortFilterProxyModel::filterAcceptsRow(sourceRow, sourceParent)) {
+    const auto index = sourceModel()->index(sourceRow, kNameColumn, sourceParent);
+    if (!matches(index.data(ModuleNameRole).toString(), index.data(ModuleTypeRole).toString())) {
         return false;
     }
     if (!divergentOnly_) {
         return true;
     }
-    const auto index = sourceModel()->index(sourceRow, kNameColumn, sourceParent);
     if (!index.data(IsModuleRole).toBool()) {
         return false; // groups stay visible through recursive filtering only
     }

@@ -318,6 +318,7 @@ QVariant LayerTreeModel::data(const QModelIndex& index, int role) const {
     const Node& node = *nodeOf(index);
     switch (role) {
     case ModuleNameRole: return qstr(node.name);
+    case ModuleTypeRole: return qstr(node.type);
     case ModuleOrderRole: return node.order;
     case IsModuleRole: return node.isModule;
     case KindRole: {

@@ -1,6 +1,8 @@
 #pragma once
-// "Connect to Agent": host, port and token file of a localize agent (docs/localize.md tells
-// where a job writes them). Prefilled with what was used last with the open candidate bundle.
+// "Connect to Agent": the agent's address and token file (docs/localize.md tells where a job
+// writes them). The address takes what the agent prints or writes: tcp://HOST:PORT, HOST:PORT
+// or its endpoint file. Prefilled with what was used last with the open candidate bundle; no
+// port is guessed (agents pick a free one).
 #include "ttrace/ui/models/agent_target.h"
 
 #include <QDialog>
@@ -8,7 +10,6 @@
 class QDialogButtonBox;
 class QLabel;
 class QLineEdit;
-class QSpinBox;
 
 namespace ttrace::ui {
 
@@ -17,17 +18,18 @@ class ConnectDialog : public QDialog {
 public:
     explicit ConnectDialog(const AgentTarget& initial, QWidget* parent = nullptr);
 
+    // The target as entered (host and port parsed from the address; port 0 when it does not
+    // parse).
     [[nodiscard]] AgentTarget target() const;
-    [[nodiscard]] QLineEdit* hostEdit() const { return host_; }
-    [[nodiscard]] QSpinBox* portBox() const { return port_; }
+    [[nodiscard]] QLineEdit* addressEdit() const { return address_; }
     [[nodiscard]] QLineEdit* tokenEdit() const { return token_; }
+    [[nodiscard]] QLabel* hintLabel() const { return hint_; }
     [[nodiscard]] QDialogButtonBox* buttons() const { return buttons_; }
 
 private:
     void validate();
 
-    QLineEdit* host_;
-    QSpinBox* port_;
+    QLineEdit* address_;
     QLineEdit* token_;
     QLabel* hint_;
     QDialogButtonBox* buttons_;

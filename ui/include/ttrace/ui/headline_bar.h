@@ -16,6 +16,12 @@ public:
     explicit HeadlineBar(QWidget* parent = nullptr);
 
     void setHeadline(const StoryHeadline& headline);
+    // A pair that was not compared (refused, or a bundle that cannot be opened): `text` is the
+    // story, in the words `ttrace diff` uses, and there is no divergence to select.
+    void setRefused(const QString& text);
+    // Shown above the story when the verdict cannot be trusted as it stands (invalid tensors
+    // before the first divergence, bundle errors); empty hides it.
+    void setCaveat(const QString& text);
     // The localize conclusion (empty hides the line); `guilty` colours it as a finding.
     void setConclusion(const QString& text, bool guilty);
     void clear();
@@ -23,6 +29,7 @@ public:
     [[nodiscard]] const StoryHeadline& headline() const { return headline_; }
     [[nodiscard]] QString text() const;
     [[nodiscard]] QString conclusion() const;
+    [[nodiscard]] QString caveat() const;
 
 signals:
     void activated();
@@ -31,8 +38,8 @@ protected:
     void mousePressEvent(QMouseEvent* event) override;
 
 private:
-
     StoryHeadline headline_;
+    QLabel* caveat_;
     QLabel* story_;
     QLabel* conclusion_;
 };

@@ -1,6 +1,7 @@
 #pragma once
 // Left pane of the explorer: the heat-mapped layer tree with its search box, iteration and
 // micro-batch selectors, "divergent only" switch, divergence navigation and legend.
+#include <QPersistentModelIndex>
 #include <QString>
 #include <QWidget>
 
@@ -9,6 +10,7 @@
 
 class QAction;
 class QComboBox;
+class QLabel;
 class QLineEdit;
 class QToolButton;
 class QTreeView;
@@ -31,6 +33,12 @@ public:
     [[nodiscard]] QAction* nextDivergentAction() const { return next_; }
     [[nodiscard]] QAction* previousDivergentAction() const { return previous_; }
     [[nodiscard]] QAction* divergentOnlyAction() const { return divergentOnly_; }
+    [[nodiscard]] HeatLegend* legend() const { return legend_; }
+    [[nodiscard]] QAction* regexAction() const { return regex_; }
+    // "No module name or type matches …" (hidden while something matches).
+    [[nodiscard]] QLabel* noMatchLabel() const { return noMatch_; }
+    // "3 of 9 divergences": the selected module among the divergent ones.
+    [[nodiscard]] QLabel* positionLabel() const { return position_; }
 
     // Fills the iteration and micro-batch selectors ("all" first) and keeps the current choice
     // where it still exists.
@@ -54,9 +62,15 @@ signals:
     void currentTensorChanged(std::optional<std::size_t> tensor);
     void currentModuleChanged(const QString& module);
 
+protected:
+    bool eventFilter(QObject* watched, QEvent* event) override; // Esc clears the filter
+
 private:
+    void applySearch();
+    void updatePosition();
     void applyStepFilter();
     void updateNavigation();
+    void updateScale();
     QModelIndex currentSourceIndex() const;
 
     LayerTreeModel* model_;
@@ -70,6 +84,10 @@ private:
     QAction* previous_;
     QAction* next_;
     QAction* divergentOnly_;
+    QAction* regex_;
+    QLabel* noMatch_;
+    QLabel* position_;
+    QPersistentModelIndex lastSelected_; // in the source model: survives filtering
 };
 
 } // namespace ttrace::ui

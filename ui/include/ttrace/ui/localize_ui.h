@@ -73,6 +73,8 @@ signals:
 
 private:
     void updateActions();
+    // Why the shown result cannot be localized (a refused pair, nothing compared); empty: it can.
+    [[nodiscard]] QString refusedBecause() const;
     std::optional<replay::Suspect> suspectFor(const QString& module) const;
     bool start(std::vector<replay::Suspect> suspects);
     void onFinished(const replay::LocalizeResult& result);

@@ -58,6 +58,8 @@ public:
     // The window as a picture (headline, tree with verdicts, drill-down), plots rendered first.
     [[nodiscard]] QImage screenshot();
     [[nodiscard]] QAction* cancelAction() const { return cancel_; }
+    // Opens the shown pair again with reference and candidate exchanged.
+    [[nodiscard]] QAction* swapAction() const { return swap_; }
 
     // Markdown report of the current view (step filter, selection, problems).
     [[nodiscard]] QString markdownReport() const;
@@ -99,6 +101,9 @@ private:
     void onCurrentTensorChanged(std::optional<std::size_t> tensor);
     void updateVerdict();
     void showStory(const ttrace::DiffResult& result);
+    // A pair the engine refused (or could not open): the CLI's words in banner, headline and
+    // pill, with the fix offered where there is one.
+    void showRefusal(const ttrace::DiffResult& result);
 
     LayerTreeModel* model_;
     LoadController* loader_;
@@ -110,6 +115,7 @@ private:
     QLabel* progressText_ = nullptr;
     QPushButton* cancelButton_ = nullptr;
     QAction* cancel_ = nullptr;
+    QAction* swap_ = nullptr;
     HeadlineBar* headline_;
     WarningsModel* warnings_;
     WarningsDock* warningsDock_;

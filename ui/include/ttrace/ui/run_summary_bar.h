@@ -16,6 +16,8 @@ public:
     explicit RunSummaryBar(QWidget* parent = nullptr);
 
     void setBundles(const QString& reference, const QString& candidate);
+    // A manifest with world size 0 stands for a side that could not be opened: it is said so,
+    // never described with the other side's metadata.
     void setManifests(const ttrace::Manifest& reference, const ttrace::Manifest& candidate);
     void setLoading(double fraction);
     void setFailed(const QString& why);
@@ -23,6 +25,8 @@ public:
     // The verdict under the current view: divergent modules and the first divergence.
     void setVerdict(const ttrace::DiffSummary& summary, int divergentModules,
                     const QString& firstDivergence);
+    // A verdict that cannot be trusted or a pair not compared: the line `ttrace diff` ends with.
+    void setInvalidVerdict(const QString& line);
     [[nodiscard]] QString verdictText() const;
 
 private:

@@ -16,6 +16,10 @@ struct AgentTarget {
     }
     // "HOST:PORT" or "[V6]:PORT"; false when it is not of that form.
     static bool parseHostPort(const QString& text, AgentTarget& out);
+    // What an agent prints or writes: "tcp://HOST:PORT" (its log line), "HOST:PORT", or the
+    // path of its endpoint file (--endpoint-file, holding HOST:PORT). On failure returns false
+    // and says why in `error`; `out`'s host and port are set only on success.
+    static bool parseAddress(const QString& text, AgentTarget& out, QString* error = nullptr);
     bool operator==(const AgentTarget&) const = default;
 };
 

@@ -19,6 +19,7 @@ enum Role : int {
     IsModuleRole,                 // bool: a captured module (not a name-only group)
     SortRole,                     // double used by the sort proxy
     LocalizeBadgeRole,            // int(LocalizeBadge): the replay verdict of the module (column 0)
+    ModuleTypeRole,               // QString module type ("RMSNorm"), empty for groups
 };
 
 } // namespace ttrace::ui

@@ -1,0 +1,89 @@
+#include "ttrace/verdict_text.h"
+
+#include "ttrace/verdict.h"
+
+#include <algorithm>
+
+namespace ttrace {
+namespace {
+
+const Diagnostic* firstError(const Diagnostics& diagnostics) {
+    const auto it = std::find_if(diagnostics.begin(), diagnostics.end(),
+                                 [](const Diagnostic& d) { return d.severity == Severity::Error; });
+    return it == diagnostics.end() ? nullptr : &*it;
+}
+
+// "location: message" without the severity word, for a sentence that carries its own.
+std::string placed(const Diagnostic& d) {
+    return d.location.empty() ? d.message : d.location + ": " + d.message;
+}
+
+} // namespace
+
+std::optional<PairRefusal> pairRefusal(const Diagnostics& diagnostics) {
+    // The codes of compare/pair_checks.h, in the order that check reports them.
+    static const std::pair<const char*, PairProblem> kCodes[] = {
+        {"same-bundle", PairProblem::SameBundle},
+        {"swapped-roles", PairProblem::SwappedRoles},
+        {"role-mismatch", PairProblem::RoleMismatch},
+    };
+    for (const auto& d : diagnostics) {
+        for (const auto& [code, problem] : kCodes) {
+            if (d.severity == Severity::Error && d.code == code) {
+                return PairRefusal{problem, d};
+            }
+        }
+    }
+    return std::nullopt;
+}
+
+std::string verdictLine(const DiffResult& r) {
+    const auto& s = r.summary;
+    if (const auto refusal = pairRefusal(r.diagnostics)) {
+        return "INVALID: not compared: " + placed(refusal->diagnostic);
+    }
+    switch (runVerdict(r)) {
+    case RunVerdict::Clean: return "CLEAN: every tensor is within its round-off tolerance";
+    case RunVerdict::Divergent:
+        return "DIVERGENT: " + std::to_string(s.divergent) +
+               " tensors diverge beyond round-off; every tensor was valid";
+    case RunVerdict::Invalid: break;
+    }
+    if (r.tensors.empty() && !r.cancelled) {
+        const Diagnostic* error = firstError(r.diagnostics);
+        return "INVALID: not compared: " + (error ? placed(*error) : "no tensor to compare");
+    }
+    std::string why =
+        std::to_string(s.invalid) + " invalid, " + std::to_string(s.missing) + " missing tensors";
+    if (hasErrors(r.diagnostics)) {
+        why += ", bundle errors";
+    }
+    if (r.cancelled) {
+        why += ", cancelled";
+    }
+    return "INVALID: " + why +
+           (s.divergent > 0 ? "; " + std::to_string(s.divergent) + " divergent" : "") +
+           ": verdicts are unreliable until the input is fixed";
+}
+
+std::string incompleteVerdictText(const DiffResult& r) {
+    if (r.tensors.empty() || pairRefusal(r.diagnostics) ||
+        runVerdict(r) != RunVerdict::Invalid) {
+        return {};
+    }
+    std::string why;
+    if (const Diagnostic* error = firstError(r.diagnostics)) {
+        why = placed(*error);
+    }
+    if (const auto earlier = earlierUncomparedText(r); !earlier.empty()) {
+        why += (why.empty() ? "" : "; ") + earlier;
+    }
+    if (why.empty() && r.firstDivergence) {
+        // Invalid tensors after the first divergence: the story's start stands, its end may not.
+        why = std::to_string(r.summary.invalid + r.summary.missing) +
+              " tensors could not be compared";
+    }
+    return why.empty() ? std::string() : "Verdict incomplete: " + why;
+}
+
+} // namespace ttrace
