@@ -27,6 +27,7 @@ from .layer_rules import layer_rule
 from .layout import Layout
 from .layout_note import LayoutNote
 from .layout_shapes import ShapeFacts
+from .lineage import lineage_layout, tag
 from .megatron_rules import MegatronRules
 from .mesh_compose import Outer, compose_activation, compose_parameter
 from .mesh_dims import covered_roles
@@ -45,6 +46,10 @@ class CallEntry:
     layout: Layout | None  # the primary input's
     shape: tuple[int, ...]
     replicated: bool  # every tensor input replicated over tensor parallelism
+    # every tensor input replicated or split on its sequence dimension only, as declared
+    # (no fallback): a module without tensor-parallel parameters cannot split its outputs
+    # on any other dimension
+    seq_only: bool = False
 
 
 @dataclass(frozen=True)
@@ -131,6 +136,10 @@ class PlacementInference:
                 return chosen, "style"
         if tensor is not None and tensor in self.produced:
             return self.produced[tensor], "producer"
+        if tensor is not None:
+            carried = lineage_layout(tensor)
+            if carried is not None:
+                return carried, "lineage"
         callees = [c for c in self.calls.callees(module) if c not in self.names.experts]
         if entry is not None and direction == "out" and not callees and tensor is not None:
             if (
@@ -139,8 +148,11 @@ class PlacementInference:
                 and next(module.parameters(), None) is None
             ):
                 return entry.layout, "elementwise"
-            if entry.replicated and not self.facts.has_tp_params(module):
-                return Layout("replica"), "replicated inputs"
+            if not self.facts.has_tp_params(module):
+                if entry.replicated:
+                    return Layout("replica"), "replicated inputs"
+                if entry.seq_only:
+                    return Layout("replica"), "sequence-split inputs"
         if callees and depth < 64 and primary:
             # Only the primary input/output is inherited: extra inputs keep the default.
             callee = callees[0] if direction == "in" else callees[-1]
@@ -192,10 +204,17 @@ class PlacementInference:
             lookup = origin if origin is not None else tensor
             layout, source = self.decide(module, direction, index, lookup, primary, 0, entry)
             note = None
-            if source == "default" and tensor.is_floating_point():
-                layout, note = self.facts.by_shape(module, direction, index, shape, self.order)
+            if source in ("default", "sequence-split inputs") and tensor.is_floating_point():
+                # Inputs split on the sequence only leave the sequence as the one dimension
+                # the outputs may be split on.
+                modes = ("seq",) if source != "default" else ("seq", "last")
+                layout, note = self.facts.by_shape(
+                    module, direction, index, shape, self.order, modes
+                )
             # Integer tensors nothing placed (ids, positions, masks) are replicas over tp.
             decided = Decision(layout, note)
+            if direction == "out" and note is None and source != "default":
+                tag(lookup, layout, self.order)
         assert decided.layout is not None
         layout = decided.layout.for_gradient() if gradient else decided.layout
         placement, batch_note = self.place(shape, layout, gradient, direction)
@@ -223,6 +242,17 @@ class PlacementInference:
                 for b in module.buffers(recurse=False):
                     self._buffers[b] = True
         return tensor in self._buffers
+
+    def seq_or_replica(self, tensor: torch.Tensor, decided: Decision) -> bool:
+        """Is this placed input, by declaration, replicated or split on its sequence
+        dimension only over tensor parallelism?"""
+        layout = decided.layout
+        if is_dtensor(tensor) or layout is None or decided.note is not None:
+            return False
+        if layout.mode in ("replica", "seq"):
+            return True
+        d = layout.split_dim(tensor.dim())
+        return d is not None and layout.roles(tensor.dim(), self.order)[d] == "s"
 
     def remember(self, tensor: torch.Tensor, layout: Layout | None) -> None:
         if layout is not None and not is_dtensor(tensor):
