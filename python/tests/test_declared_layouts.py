@@ -96,22 +96,51 @@ def tp_references(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 def stored(bundle: Path, rank: int, module: str, kind: str, index: str) -> tuple:
-    """(local shape, global shape, combine) of a tensor of iteration 0."""
+    """(local shape, global shape, combine, placement source) of a tensor of iteration 0."""
     with h5py.File(bundle / f"rank-{rank:05d}.h5", "r") as f:
         d = f[f"nominal/iter_0/mb_0/{module}/{kind}/{index}"]
-        return tuple(d.shape), tuple(int(n) for n in d.attrs["global_shape"]), d.attrs["combine"]
+        a = d.attrs
+        return (
+            tuple(d.shape),
+            tuple(int(n) for n in a["global_shape"]),
+            a["combine"],
+            a.get("placement_source"),
+        )
 
 
-# (module, kind, index) -> (local shape on a rank, logical shape, how ranks combine)
+# (module, kind, index) -> (local shape on a rank, logical shape, how ranks combine, source):
+# the kernel's inputs carry the projections' declared split; its output and the rotary
+# tables are inferred from what their inputs declare.
 DECLARED = {
     "hf": {
-        ("model.rotary_emb", "forward_output", "0"): ((1, 8, 8), (1, 8, 8), "replica"),
-        ("model.rotary_emb", "forward_output", "1"): ((1, 8, 8), (1, 8, 8), "replica"),
+        ("model.rotary_emb", "forward_output", "0"): ((1, 8, 8), (1, 8, 8), "replica", "inferred"),
+        ("model.rotary_emb", "forward_output", "1"): ((1, 8, 8), (1, 8, 8), "replica", "inferred"),
+        ("model.layers.0.mlp.down_proj", "forward_output", "0"): (
+            (4, 4, 32),
+            (4, 8, 32),
+            "copy",
+            "declared",
+        ),
     },
     "sdpa": {
-        ("layers.0.attention.sdpa", "forward_input", "0"): ((4, 2, 8, 8), (4, 4, 8, 8), "copy"),
-        ("layers.0.attention.sdpa", "forward_input", "1"): ((4, 2, 8, 8), (4, 4, 8, 8), "copy"),
-        ("layers.0.attention.sdpa", "forward_output", "0"): ((4, 2, 8, 8), (4, 4, 8, 8), "copy"),
+        ("layers.0.attention.sdpa", "forward_input", "0"): (
+            (4, 2, 8, 8),
+            (4, 4, 8, 8),
+            "copy",
+            "declared",
+        ),
+        ("layers.0.attention.sdpa", "forward_input", "1"): (
+            (4, 2, 8, 8),
+            (4, 4, 8, 8),
+            "copy",
+            "declared",
+        ),
+        ("layers.0.attention.sdpa", "forward_output", "0"): (
+            (4, 2, 8, 8),
+            (4, 4, 8, 8),
+            "copy",
+            "inferred",
+        ),
     },
 }
 
@@ -128,6 +157,9 @@ def test_tp_styles_carry_to_tensors_nothing_declares(
     summary = report["summary"]
     assert (rc, summary["invalid"], summary["missing"], summary["divergent"]) == (0, 0, 0, 0), text
     assert summary["compared"] > 400, text
+    # Every tensor says where its placement came from; the projections' are declared.
+    sources = {t["placement_source"] for t in report["tensors"]}
+    assert sources == {"declared", "inferred"}, sources
 
 
 @pytest.mark.parametrize("model", ["hf", "sdpa"])
@@ -148,7 +180,7 @@ def test_lineage_maps_a_declared_split_through_views_and_elementwise_ops() -> No
     views, transposes, broadcasts and slices elsewhere; any op that could move it stops."""
     x = torch.randn(2, 3, 5, requires_grad=True)
     colwise = torch.nn.Linear(5, 16)(x)  # a local [b, s, heads/tp * head_dim] shard
-    tag(colwise, Layout("split", dim=-1), "bs")
+    tag(colwise, Layout("split", dim=-1), "bs", "declared")
     q = colwise.view(2, 3, -1, 8).transpose(1, 2)  # [b, heads/tp, s, head_dim]
     assert lineage_layout(q) == Layout("split", dim=1)
     table = torch.randn(3, 8)  # a replicated rotary table, broadcast
@@ -160,7 +192,7 @@ def test_lineage_maps_a_declared_split_through_views_and_elementwise_ops() -> No
     assert lineage_layout(repeated) == Layout("split", dim=2)
     # one head per rank: the split still lands on the heads, of local size 1
     one = torch.nn.Linear(5, 8)(x)
-    tag(one, Layout("split", dim=-1), "bs")
+    tag(one, Layout("split", dim=-1), "bs", "declared")
     assert lineage_layout(one.view(2, 3, -1, 8)) == Layout("split", dim=2)
     # what would move or cut the split dimension gives no answer, never a guess
     assert lineage_layout(colwise @ torch.randn(16, 4)) is None

@@ -27,7 +27,7 @@ from .layer_rules import layer_rule
 from .layout import Layout
 from .layout_note import LayoutNote
 from .layout_shapes import ShapeFacts
-from .lineage import lineage_layout, tag
+from .lineage import lineage_layout, lineage_source, tag
 from .megatron_rules import MegatronRules
 from .mesh_compose import Outer, compose_activation, compose_parameter
 from .mesh_dims import covered_roles
@@ -55,10 +55,17 @@ class CallEntry:
 @dataclass(frozen=True)
 class Decision:
     """The layout chosen for a forward tensor (None: placed by its DTensor or an
-    annotation) and the note saying how, when inference fell back."""
+    annotation), the note saying how, when inference fell back, and where the placement
+    came from (`Placement.SOURCES`)."""
 
     layout: Layout | None
     note: LayoutNote | None
+    source: str = "inferred"
+
+
+# Rules of `decide` whose layout the job states: Megatron's module types and attributes,
+# its expert subtrees, torch's and transformers' parallel styles.
+DECLARED_RULES = frozenset({"expert", "megatron", "style"})
 
 
 PARAM_KINDS = ("parameter", "param_grad", "main_grad", "param_after_step", "optimizer_state")
@@ -76,6 +83,7 @@ class PlacementInference:
         # Layout of every local tensor a captured module produced (or was handed), so that
         # its consumers (inputs, elementwise modules) take the producer's layout.
         self.produced: WeakIdKeyDictionary = WeakIdKeyDictionary()
+        self.produced_source: WeakIdKeyDictionary = WeakIdKeyDictionary()
         self._buffers: WeakIdKeyDictionary | None = None  # filled at first use
         self._outer: dict[int, Outer] = {}  # by id of a DTensor's device mesh
         self.memo = PlacementMemo()
@@ -183,22 +191,27 @@ class PlacementInference:
             # layout, which a DTensor on a sub-mesh cannot); it applies to the local shard.
             spec = ann.pick(direction, index)
             local = tensor.to_local() if is_dtensor(tensor) else tensor
+            done = Decision(None, None, "annotated")
             if isinstance(spec, Placement):
-                return local, spec, Decision(None, None)
+                return local, spec.with_source("annotated"), done
             if callable(spec) and not isinstance(spec, str):
-                return local, spec(local), Decision(None, None)
+                return local, spec(local).with_source("annotated"), done
         if is_dtensor(tensor):
             local, placement = dtensor_placement(tensor)
             roles = Layout("replica").roles(tensor.dim(), self.order)
             batch = roles.index("b") if "b" in roles else None
             seq = roles.index("s") if "s" in roles else None
             outer = self.outer(tensor.device_mesh)
-            return local, compose_activation(placement, outer, batch, seq), Decision(None, None)
+            source = self.with_order("declared", tensor.dim(), outer.parts > 1)
+            placement = compose_activation(placement, outer, batch, seq).with_source(source)
+            return local, placement, Decision(None, None, source)
         if not gradient and self.is_buffer(tensor):
             # A constant table the model holds (a rotary `freqs_cis`, a causal mask): whole
             # on every rank, whatever its first dimension looks like; replicas must agree.
             combine = "replica" if self.info.world_size > 1 else "copy"
-            return tensor, Placement.full(tuple(tensor.shape), combine), Decision(None, None)
+            source = "declared" if self.info.world_size == 1 else "inferred"
+            placement = Placement.full(tuple(tensor.shape), combine).with_source(source)
+            return tensor, placement, Decision(None, None, source)
         shape = tuple(tensor.shape)
         if decided is None or decided.layout is None:
             lookup = origin if origin is not None else tensor
@@ -212,16 +225,46 @@ class PlacementInference:
                     module, direction, index, shape, self.order, modes
                 )
             # Integer tensors nothing placed (ids, positions, masks) are replicas over tp.
-            decided = Decision(layout, note)
+            origin_of = self.source_of(source, lookup)
+            decided = Decision(layout, note, self.with_order(origin_of, len(shape)))
             if direction == "out" and note is None and source != "default":
-                tag(lookup, layout, self.order)
+                tag(lookup, layout, self.order, decided.source)
+                self.produced_source[lookup] = decided.source
         assert decided.layout is not None
         layout = decided.layout.for_gradient() if gradient else decided.layout
         placement, batch_note = self.place(shape, layout, gradient, direction)
         note = decided.note
         if batch_note and note is None:
             note = LayoutNote(batch_note, "")
-        return tensor, placement, Decision(decided.layout, note)
+        source = "inferred" if batch_note else decided.source
+        return tensor, placement.with_source(source), Decision(decided.layout, note, source)
+
+    def source_of(self, rule: str, tensor: torch.Tensor | None) -> str:
+        """The placement source of a layout `decide` found by `rule`."""
+        if rule == "annotation":
+            return "annotated"
+        if self.info.tp == 1 or rule in DECLARED_RULES:
+            return "declared"  # without tensor parallelism there is no tp layout to infer
+        if rule == "producer" and tensor is not None:
+            return self.produced_source.get(tensor, "inferred")
+        if rule == "lineage" and tensor is not None:
+            return lineage_source(tensor)
+        return "inferred"
+
+    def with_order(self, source: str, ndim: int, outer: bool = True) -> str:
+        """`source`, unless the tensor's batch dimension is split over data (or context)
+        parallelism along an activation order that was inferred, not declared."""
+        info = self.info
+        split = outer and ndim >= 2 and info.dp * info.cp > 1
+        if split and info.batch_dim is None and info.seq_dim is None and source == "declared":
+            return "inferred"
+        return source
+
+    def alias(self, alias: torch.Tensor, tensor: torch.Tensor) -> None:
+        """`alias` (a view the hooks hand on instead of `tensor`) is laid out like it."""
+        self.remember(alias, self.produced[tensor])
+        if tensor in self.produced_source:
+            self.produced_source[alias] = self.produced_source[tensor]
 
     def outer(self, mesh: object) -> Outer:
         """The job's dp / cp coordinates that a DTensor on `mesh` does not span."""
@@ -371,15 +414,21 @@ class PlacementInference:
         """
         ann = annotation_of(param)
         if isinstance(ann, Placement):
-            return (tensor.to_local() if is_dtensor(tensor) else tensor), ann, 1.0
+            local = tensor.to_local() if is_dtensor(tensor) else tensor
+            return local, ann.with_source("annotated"), 1.0
         if is_dtensor(tensor):
             local, placement = dtensor_placement(tensor)
             outer = self.outer(tensor.device_mesh)
             partial = kind == "param_grad"
             scale = 1.0 / outer.parts if partial and self.info.grad_reduce == "mean" else 1.0
-            return local, compose_parameter(placement, outer, partial), scale
+            placement = compose_parameter(placement, outer, partial).with_source("declared")
+            return local, placement, scale
         placement, scale = self.param_placement(param, tuple(tensor.shape), owner, kind)
-        return tensor, placement, scale
+        # Over data parallelism a parameter is a replica (its gradient a partial sum) by
+        # what the job declares; over tensor parallelism only Megatron's attributes say it.
+        declared = self.info.tp == 1 or hasattr(param, "tensor_model_parallel")
+        declared = declared or self.is_expert_param(param, owner)
+        return tensor, placement.with_source("declared" if declared else "inferred"), scale
 
     def param_note(self, param: torch.Tensor, hint_path: str) -> LayoutNote | None:
         """A note for a plain parameter taken as replicated over tensor parallelism."""

@@ -46,14 +46,14 @@ Unknown = None  # the walk cannot tell
 Neutral = "neutral"  # a constant or a parameter: says nothing about the split
 
 
-def tag(tensor: torch.Tensor, layout: Layout, order: str) -> None:
+def tag(tensor: torch.Tensor, layout: Layout, order: str, source: str) -> None:
     """Record `tensor`'s layout (placed without a fallback) on its autograd node, for the
-    tensors computed from it."""
+    tensors computed from it, with its placement source."""
     fn = tensor.grad_fn
     if fn is None:
         return
     state = _state_of(layout, tensor.dim(), order)
-    fn.metadata.setdefault(TAG, {})[tensor.output_nr] = (state,)
+    fn.metadata.setdefault(TAG, {})[tensor.output_nr] = (state, source)
 
 
 def lineage_layout(tensor: torch.Tensor) -> Layout | None:
@@ -65,6 +65,18 @@ def lineage_layout(tensor: torch.Tensor) -> Layout | None:
     if not isinstance(state, Split):
         return None
     return Layout("replica") if state.dim is None else Layout("split", dim=state.dim)
+
+
+def lineage_source(tensor: torch.Tensor) -> str:
+    """`declared` when every layout `lineage_layout` carried was declared; else the
+    weakest of their sources (`inferred` before `annotated`)."""
+    walk = _Walk()
+    if tensor.grad_fn is not None:
+        walk.state(tensor.grad_fn, tensor.output_nr)
+    for weakest in ("inferred", "annotated"):
+        if weakest in walk.sources:
+            return weakest
+    return "declared"
 
 
 def _state_of(layout: Layout, ndim: int, order: str) -> Split | None:
@@ -93,6 +105,7 @@ class _Walk:
     def __init__(self) -> None:
         self.seen: dict[tuple[int, int], Any] = {}
         self.budget = MAX_NODES
+        self.sources: set[str] = set()  # of the tagged layouts reached
 
     def state(self, fn: Any, nr: int) -> Any:
         key = (id(fn), nr)
@@ -104,6 +117,7 @@ class _Walk:
     def _state(self, fn: Any, nr: int) -> Any:
         tagged = fn.metadata.get(TAG, {}).get(nr) if fn.metadata else None
         if tagged is not None:
+            self.sources.add(tagged[1])
             return tagged[0]
         name = fn.name()
         if name == "torch::autograd::AccumulateGrad":

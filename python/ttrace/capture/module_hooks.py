@@ -296,7 +296,7 @@ class ModuleHooks:
             if a.requires_grad and a.is_floating_point() and s.wants_kind("input_grad"):
                 alias = a.view_as(a)
                 if a in self.inference.produced:
-                    self.inference.remember(alias, self.inference.produced[a])
+                    self.inference.alias(alias, a)
                 alias.register_hook(self._input_grad_hook(module, slot, s.forward_mb))
                 if isinstance(index, int):
                     new_args[index] = alias
