@@ -199,3 +199,23 @@ def test_lineage_maps_a_declared_split_through_views_and_elementwise_ops() -> No
     assert lineage_layout(colwise[..., :8]) is None
     assert lineage_layout(colwise.view(2, 3, 2, 8).flatten(1, 2)) is None
     assert lineage_layout(torch.randn(2, 3, requires_grad=True) * 2) is None
+    # A replica passes only known ops: a custom function (a scatter to sequence-parallel
+    # regions, a collective) may split it.
+    whole = torch.nn.Linear(5, 5)(x)
+    tag(whole, Layout("replica"), "bs", "declared")
+    assert lineage_layout(whole.transpose(0, 1) * 2) == Layout("replica")
+    assert lineage_layout(FirstHalfOfSequence.apply(whole)) is None
+
+
+class FirstHalfOfSequence(torch.autograd.Function):
+    """A custom op that keeps part of its input, as a scatter to a rank's sequence shard."""
+
+    @staticmethod
+    def forward(ctx: torch.autograd.function.FunctionCtx, x: torch.Tensor) -> torch.Tensor:
+        return x[:, : x.shape[1] // 2].clone()
+
+    @staticmethod
+    def backward(ctx: torch.autograd.function.FunctionCtx, grad: torch.Tensor) -> torch.Tensor:
+        full = grad.new_zeros(grad.shape[0], grad.shape[1] * 2, *grad.shape[2:])
+        full[:, : grad.shape[1]] = grad
+        return full

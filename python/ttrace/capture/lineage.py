@@ -33,6 +33,10 @@ _ELEMENTWISE = {
 }  # fmt: skip
 # Ops that only regroup dimensions (same elements, row-major order kept).
 _RESHAPES = {"View", "UnsafeView", "ReshapeAlias", "Unsqueeze", "Squeeze"}
+_KNOWN = _ELEMENTWISE | _RESHAPES | {
+    "Transpose", "T", "Permute", "ViewAsComplex", "ViewAsReal", "Slice", "Cat", "Split",
+    "SplitWithSizes", "Select", "Unbind",
+}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -155,7 +159,11 @@ def _combine(a: Any, b: Split) -> Any:
 def _map(
     op: str, fn: Any, s: Split, shape_in: tuple, shape_out: tuple, k: int, nr: int
 ) -> Split | None:
-    """`s` (the state of input `k`, of `shape_in`) after op `op` (output `nr`)."""
+    """`s` (the state of input `k`, of `shape_in`) after op `op` (output `nr`). Even a
+    replica passes only ops known here: a collective or any custom autograd function (a
+    scatter to sequence-parallel regions) may split it."""
+    if op not in _KNOWN:
+        return Unknown
     if s.dim is None:
         return s
     d = s.dim
