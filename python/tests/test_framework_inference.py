@@ -210,6 +210,7 @@ def test_tensor_parallel_styles_are_read_back(one_rank_group: None) -> None:
     from torch.distributed.tensor import Replicate, Shard
     from torch.distributed.tensor.parallel import (
         ColwiseParallel,
+        PrepareModuleInput,
         RowwiseParallel,
         SequenceParallel,
         parallelize_module,
@@ -237,6 +238,14 @@ def test_tensor_parallel_styles_are_read_back(one_rank_group: None) -> None:
     assert module_style(model.down, set()).outputs == Layout("split", dim=1)
     assert module_style(model.norm, set()).outputs == Layout("split", dim=1)
     assert module_style(model.head, set()).outputs == Layout("replica")
+    # A local input handed over by PrepareModuleInput follows its desired layout.
+    block = nn.Module()
+    block.mlp = nn.Linear(8, 8)
+    gather = PrepareModuleInput(
+        input_layouts=(Shard(1),), desired_input_layouts=(Replicate(),), use_local_output=True
+    )
+    parallelize_module(block, mesh, {"mlp": gather})
+    assert module_style(block.mlp, set()).inputs == Layout("replica")
 
     from transformers.distributed.tensor_parallel import apply_tensor_parallelism
 

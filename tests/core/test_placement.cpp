@@ -21,6 +21,22 @@ std::vector<Run> runs(const Placement& p, const Shape& local) {
 class TestPlacement : public QObject {
     Q_OBJECT
 private slots:
+    void placementSourceNamesAndTrust() {
+        QVERIFY(parsePlacementSource("declared") == PlacementSource::Declared);
+        QVERIFY(parsePlacementSource("inferred") == PlacementSource::Inferred);
+        QVERIFY(parsePlacementSource("annotated") == PlacementSource::Annotated);
+        // Absent (bundles written before the attribute) or a value this build does not know.
+        QVERIFY(parsePlacementSource("") == PlacementSource::Unknown);
+        QVERIFY(parsePlacementSource("guessed") == PlacementSource::Unknown);
+        QVERIFY(placementSourceName(PlacementSource::Inferred) == "inferred");
+        QVERIFY(placementSourceName(PlacementSource::Unknown).empty());
+        // A tensor is as trusted as its least trusted shard.
+        using S = PlacementSource;
+        QVERIFY(weakerSource(S::Declared, S::Annotated) == S::Annotated);
+        QVERIFY(weakerSource(S::Inferred, S::Annotated) == S::Inferred);
+        QVERIFY(weakerSource(S::Declared, S::Unknown) == S::Unknown);
+        QVERIFY(weakerSource(S::Declared, S::Declared) == S::Declared);
+    }
     void columnSplitOfMatrix() {
         // global [2, 4], this shard holds columns 2..3 as a [2, 2] tensor
         Placement p{{2, 4}, PlacementKind::Boxes, {Box{{{0, 0, 2}, {0, 2, 2}}}},

@@ -50,6 +50,8 @@ struct TensorResult {
     Shape shape;
     DType dtype = DType::Float32;
     std::string placement; // human-readable candidate placement
+    // Where the candidate's placement came from (the least trusted over its shards).
+    PlacementSource placementSource = PlacementSource::Unknown;
     TensorMetrics metrics;
     Tolerance tolerance;
     double ratio = 0.0; // metrics.relError / tolerance.value

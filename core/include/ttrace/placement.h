@@ -14,9 +14,17 @@ using Shape = std::vector<std::int64_t>;
 
 enum class Combine { Copy, Sum, Replica };
 enum class PlacementKind { Boxes, Flat };
+// Where the capture got a placement from (the `placement_source` attribute): what the job
+// declares, an inference, or a hand annotation. Unknown: not recorded (bundles written before
+// the attribute, or a value this build does not know).
+enum class PlacementSource { Unknown, Declared, Inferred, Annotated };
 
 std::optional<Combine> parseCombine(std::string_view name);
 std::string_view combineName(Combine combine);
+PlacementSource parsePlacementSource(std::string_view name);
+std::string_view placementSourceName(PlacementSource source); // "" for Unknown
+// The least trusted of two sources: unknown, then inferred, annotated, declared.
+PlacementSource weakerSource(PlacementSource a, PlacementSource b);
 
 struct DimSlice {
     std::int64_t localStart = 0;
@@ -42,6 +50,7 @@ struct Placement {
     Combine combine = Combine::Copy;
     std::int64_t partialIndex = 0;
     bool isScalar = false;
+    PlacementSource source = PlacementSource::Unknown; // says how far to trust the rest
 
     [[nodiscard]] std::string describe() const;
 };

@@ -17,6 +17,7 @@ struct PlacementAttributes {
     std::string combine;   // "copy", "sum" or "replica"
     std::int64_t partialIndex = 0;
     bool isScalar = false;
+    std::string source; // `placement_source`; empty when absent
     // Row-major integer rows: 3*ndim per box (local start, global start, length per dim) or 3
     // per flat range (local offset, global offset, length). `*Width` is the row width when
     // the source gave a 2-D array (checked against the expected one), absent for a flat list.

@@ -175,6 +175,10 @@ TensorResult compareTensor(const ComparisonContext& ctx, const TensorId& id, boo
     r.shape = any->front().placement.globalShape;
     r.dtype = any->front().dtype;
     r.placement = describeShards(*any);
+    r.placementSource = any->front().placement.source;
+    for (const auto& s : *any) {
+        r.placementSource = weakerSource(r.placementSource, s.placement.source);
+    }
     if (!refShards || !candShards) {
         r.status = Status::Missing;
         r.invalid = invalidReason(refShards, candShards);

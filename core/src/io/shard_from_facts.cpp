@@ -79,6 +79,7 @@ std::optional<Placement> readPlacement(const Attrs& attrs, const Shape& localSha
     a.placement = *kind;
     a.combine = *combine;
     a.partialIndex = factInt(attrs, "partial_index").value_or(0);
+    a.source = factText(attrs, "placement_source").value_or("");
     auto table = [&attrs](const char* name, std::optional<std::vector<std::int64_t>>& values,
                           std::optional<std::int64_t>& width) {
         if (auto array = factInts(attrs, name)) {

@@ -28,6 +28,40 @@ std::string_view combineName(Combine combine) {
     return "copy";
 }
 
+PlacementSource parsePlacementSource(std::string_view name) {
+    if (name == "declared") {
+        return PlacementSource::Declared;
+    }
+    if (name == "inferred") {
+        return PlacementSource::Inferred;
+    }
+    if (name == "annotated") {
+        return PlacementSource::Annotated;
+    }
+    return PlacementSource::Unknown;
+}
+
+std::string_view placementSourceName(PlacementSource source) {
+    switch (source) {
+    case PlacementSource::Declared: return "declared";
+    case PlacementSource::Inferred: return "inferred";
+    case PlacementSource::Annotated: return "annotated";
+    case PlacementSource::Unknown: return "";
+    }
+    return "";
+}
+
+PlacementSource weakerSource(PlacementSource a, PlacementSource b) {
+    // Ordered from least to most trusted.
+    for (const auto s :
+         {PlacementSource::Unknown, PlacementSource::Inferred, PlacementSource::Annotated}) {
+        if (a == s || b == s) {
+            return s;
+        }
+    }
+    return PlacementSource::Declared;
+}
+
 std::int64_t elementCount(const Shape& shape) {
     std::int64_t n = 1;
     for (auto d : shape) {

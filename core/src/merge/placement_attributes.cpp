@@ -96,6 +96,8 @@ std::optional<Placement> placementFromAttributes(const PlacementAttributes& a,
         return std::nullopt;
     }
     p.combine = *combine;
+    // Not checked: a source this build does not know is reported as unknown, never fatal.
+    p.source = parsePlacementSource(a.source);
     bool ok = false;
     if (a.placement == "boxes") {
         p.kind = PlacementKind::Boxes;

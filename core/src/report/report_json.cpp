@@ -156,6 +156,9 @@ json toJson(const TensorResult& t) {
         {"shape", t.shape},
         {"dtype", dtypeName(t.dtype)},
         {"placement", t.placement},
+        {"placement_source", t.placementSource == PlacementSource::Unknown
+                                 ? json(nullptr)
+                                 : json(placementSourceName(t.placementSource))},
         {"status", statusName(t.status)},
         {"ratio", num(t.ratio)},
         {"error", num(m.relError)},
@@ -232,6 +235,9 @@ TensorResult tensorFrom(const json& j) {
     }
     t.dtype = *dtype;
     t.placement = j.at("placement");
+    if (const auto it = j.find("placement_source"); it != j.end() && it->is_string()) {
+        t.placementSource = parsePlacementSource(it->get<std::string>());
+    }
     t.status = statusFrom(j.at("status"));
     t.ratio = num(j.at("ratio"));
     const auto& m = j.at("metrics");

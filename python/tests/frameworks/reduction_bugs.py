@@ -39,6 +39,17 @@ def break_ddp_reduction(ddp: nn.Module, target: nn.Parameter, bug: str) -> None:
     ddp.register_comm_hook(None, hook)
 
 
+def sum_ddp_gradients(ddp: nn.Module) -> None:
+    """A DDP communication hook that all-reduces every bucket with a sum and never divides
+    by the world size: gradients summed instead of averaged."""
+
+    def hook(state: Any, bucket: dist.GradBucket) -> torch.futures.Future[torch.Tensor]:
+        fut = dist.all_reduce(bucket.buffer(), async_op=True).get_future()
+        return fut.then(lambda f: f.value()[0])
+
+    ddp.register_comm_hook(None, hook)
+
+
 def break_fsdp_reduction(module: nn.Module, bug: str) -> None:
     """FSDP2's reduce-scatter of `module`'s gradients: rank 1's input scaled first (`scale`)
     or the reduction skipped, each rank keeping its own slice (`drop`)."""

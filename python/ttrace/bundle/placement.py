@@ -7,9 +7,10 @@ of the row-major flattened tensor, plus ``copy`` / ``sum`` / ``replica``.
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import ClassVar
 
 import numpy as np
@@ -35,9 +36,14 @@ class Placement:
     flat_ranges: tuple[Span, ...] = ()
     combine: str = "copy"
     partial_index: int | None = None
+    # Where the placement came from (the `placement_source` attribute): what the job
+    # declares, what capture inferred, or a hand annotation; None: not recorded. It says
+    # how far to trust the placement, not where the elements are, so equality ignores it.
+    source: str | None = field(default=None, compare=False)
 
     LAYOUTS: ClassVar[tuple[str, ...]] = ("boxes", "flat")
     COMBINES: ClassVar[tuple[str, ...]] = ("copy", "sum", "replica")
+    SOURCES: ClassVar[tuple[str, ...]] = ("declared", "inferred", "annotated")
 
     def __post_init__(self) -> None:
         shape = tuple(int(n) for n in self.global_shape) or (1,)
@@ -48,6 +54,10 @@ class Placement:
             raise ValueError(f"unknown placement layout {self.layout!r}; known: boxes, flat")
         if self.combine not in self.COMBINES:
             raise ValueError(f"unknown combine {self.combine!r}; known: copy, sum, replica")
+        if self.source is not None and self.source not in self.SOURCES:
+            raise ValueError(
+                f"unknown placement source {self.source!r}; known: {', '.join(self.SOURCES)}"
+            )
         if self.partial_index is not None:
             if self.combine != "sum":
                 raise ValueError(
@@ -197,6 +207,20 @@ class Placement:
         """This shard is partial sum number ``index`` (implies combine ``sum``)."""
         return replace(self, combine="sum", partial_index=int(index))
 
+    def with_source(self, source: str | None) -> Placement:
+        """The same shard, its placement recorded as coming from `source`. A shallow copy:
+        capture labels every (memoized) placement it hands out, and the shard itself was
+        checked when it was built."""
+        if source == self.source:
+            return self
+        if source is not None and source not in self.SOURCES:
+            raise ValueError(
+                f"unknown placement source {source!r}; known: {', '.join(self.SOURCES)}"
+            )
+        out = copy.copy(self)
+        object.__setattr__(out, "source", source)
+        return out
+
     def with_pair_dim(self) -> Placement:
         """The same shard with a trailing dimension of 2 appended: a complex tensor stored as
         (real, imaginary) pairs. Boxes gain the whole pair dimension; flat ranges double
@@ -259,6 +283,8 @@ class Placement:
             attrs["flat_ranges"] = np.asarray(self.flat_ranges, dtype=np.int64).reshape(-1, 3)
         if self.partial_index is not None:
             attrs["partial_index"] = np.int64(self.partial_index)
+        if self.source is not None:
+            attrs["placement_source"] = self.source
         return attrs
 
     @staticmethod

@@ -47,6 +47,7 @@ class Shard:
     combine: str
     partial_index: int | None
     dtype: str
+    source: str | None = None  # `placement_source`; None in bundles written before it
 
 
 def _identity(key: TensorKey) -> Identity:
@@ -176,6 +177,7 @@ class BundleReader:
                     combine=_text(a["combine"]),
                     partial_index=int(a["partial_index"]) if "partial_index" in a else None,
                     dtype=dtype,
+                    source=_text(a["placement_source"]) if "placement_source" in a else None,
                 )
             )
         if not out:

@@ -27,6 +27,7 @@ from .layer_rules import layer_rule
 from .layout import Layout
 from .layout_note import LayoutNote
 from .layout_shapes import ShapeFacts
+from .lineage import lineage_layout, lineage_source, tag
 from .megatron_rules import MegatronRules
 from .mesh_compose import Outer, compose_activation, compose_parameter
 from .mesh_dims import covered_roles
@@ -45,15 +46,26 @@ class CallEntry:
     layout: Layout | None  # the primary input's
     shape: tuple[int, ...]
     replicated: bool  # every tensor input replicated over tensor parallelism
+    # every tensor input replicated or split on its sequence dimension only, as declared
+    # (no fallback): a module without tensor-parallel parameters cannot split its outputs
+    # on any other dimension
+    seq_only: bool = False
 
 
 @dataclass(frozen=True)
 class Decision:
     """The layout chosen for a forward tensor (None: placed by its DTensor or an
-    annotation) and the note saying how, when inference fell back."""
+    annotation), the note saying how, when inference fell back, and where the placement
+    came from (`Placement.SOURCES`)."""
 
     layout: Layout | None
     note: LayoutNote | None
+    source: str = "inferred"
+
+
+# Rules of `decide` whose layout the job states: Megatron's module types and attributes,
+# its expert subtrees, torch's and transformers' parallel styles.
+DECLARED_RULES = frozenset({"expert", "megatron", "style"})
 
 
 PARAM_KINDS = ("parameter", "param_grad", "main_grad", "param_after_step", "optimizer_state")
@@ -71,6 +83,7 @@ class PlacementInference:
         # Layout of every local tensor a captured module produced (or was handed), so that
         # its consumers (inputs, elementwise modules) take the producer's layout.
         self.produced: WeakIdKeyDictionary = WeakIdKeyDictionary()
+        self.produced_source: WeakIdKeyDictionary = WeakIdKeyDictionary()
         self._buffers: WeakIdKeyDictionary | None = None  # filled at first use
         self._outer: dict[int, Outer] = {}  # by id of a DTensor's device mesh
         self.memo = PlacementMemo()
@@ -131,6 +144,10 @@ class PlacementInference:
                 return chosen, "style"
         if tensor is not None and tensor in self.produced:
             return self.produced[tensor], "producer"
+        if tensor is not None:
+            carried = lineage_layout(tensor)
+            if carried is not None:
+                return carried, "lineage"
         callees = [c for c in self.calls.callees(module) if c not in self.names.experts]
         if entry is not None and direction == "out" and not callees and tensor is not None:
             if (
@@ -139,8 +156,11 @@ class PlacementInference:
                 and next(module.parameters(), None) is None
             ):
                 return entry.layout, "elementwise"
-            if entry.replicated and not self.facts.has_tp_params(module):
-                return Layout("replica"), "replicated inputs"
+            if not self.facts.has_tp_params(module):
+                if entry.replicated:
+                    return Layout("replica"), "replicated inputs"
+                if entry.seq_only:
+                    return Layout("replica"), "sequence-split inputs"
         if callees and depth < 64 and primary:
             # Only the primary input/output is inherited: extra inputs keep the default.
             callee = callees[0] if direction == "in" else callees[-1]
@@ -171,38 +191,80 @@ class PlacementInference:
             # layout, which a DTensor on a sub-mesh cannot); it applies to the local shard.
             spec = ann.pick(direction, index)
             local = tensor.to_local() if is_dtensor(tensor) else tensor
+            done = Decision(None, None, "annotated")
             if isinstance(spec, Placement):
-                return local, spec, Decision(None, None)
+                return local, spec.with_source("annotated"), done
             if callable(spec) and not isinstance(spec, str):
-                return local, spec(local), Decision(None, None)
+                return local, spec(local).with_source("annotated"), done
         if is_dtensor(tensor):
             local, placement = dtensor_placement(tensor)
             roles = Layout("replica").roles(tensor.dim(), self.order)
             batch = roles.index("b") if "b" in roles else None
             seq = roles.index("s") if "s" in roles else None
             outer = self.outer(tensor.device_mesh)
-            return local, compose_activation(placement, outer, batch, seq), Decision(None, None)
+            source = self.with_order("declared", tensor.dim(), outer.parts > 1)
+            placement = compose_activation(placement, outer, batch, seq).with_source(source)
+            return local, placement, Decision(None, None, source)
         if not gradient and self.is_buffer(tensor):
             # A constant table the model holds (a rotary `freqs_cis`, a causal mask): whole
             # on every rank, whatever its first dimension looks like; replicas must agree.
             combine = "replica" if self.info.world_size > 1 else "copy"
-            return tensor, Placement.full(tuple(tensor.shape), combine), Decision(None, None)
+            source = "declared" if self.info.world_size == 1 else "inferred"
+            placement = Placement.full(tuple(tensor.shape), combine).with_source(source)
+            return tensor, placement, Decision(None, None, source)
         shape = tuple(tensor.shape)
         if decided is None or decided.layout is None:
             lookup = origin if origin is not None else tensor
             layout, source = self.decide(module, direction, index, lookup, primary, 0, entry)
             note = None
-            if source == "default" and tensor.is_floating_point():
-                layout, note = self.facts.by_shape(module, direction, index, shape, self.order)
+            if source in ("default", "sequence-split inputs") and tensor.is_floating_point():
+                # Inputs split on the sequence only leave the sequence as the one dimension
+                # the outputs may be split on.
+                modes = ("seq",) if source != "default" else ("seq", "last")
+                layout, note = self.facts.by_shape(
+                    module, direction, index, shape, self.order, modes
+                )
             # Integer tensors nothing placed (ids, positions, masks) are replicas over tp.
-            decided = Decision(layout, note)
+            origin_of = self.source_of(source, lookup)
+            decided = Decision(layout, note, self.with_order(origin_of, len(shape)))
+            if direction == "out" and note is None and source != "default":
+                tag(lookup, layout, self.order, decided.source)
+                self.produced_source[lookup] = decided.source
         assert decided.layout is not None
         layout = decided.layout.for_gradient() if gradient else decided.layout
         placement, batch_note = self.place(shape, layout, gradient, direction)
         note = decided.note
         if batch_note and note is None:
             note = LayoutNote(batch_note, "")
-        return tensor, placement, Decision(decided.layout, note)
+        source = "inferred" if batch_note else decided.source
+        return tensor, placement.with_source(source), Decision(decided.layout, note, source)
+
+    def source_of(self, rule: str, tensor: torch.Tensor | None) -> str:
+        """The placement source of a layout `decide` found by `rule`."""
+        if rule == "annotation":
+            return "annotated"
+        if self.info.tp == 1 or rule in DECLARED_RULES:
+            return "declared"  # without tensor parallelism there is no tp layout to infer
+        if rule == "producer" and tensor is not None:
+            return self.produced_source.get(tensor, "inferred")
+        if rule == "lineage" and tensor is not None:
+            return lineage_source(tensor)
+        return "inferred"
+
+    def with_order(self, source: str, ndim: int, outer: bool = True) -> str:
+        """`source`, unless the tensor's batch dimension is split over data (or context)
+        parallelism along an activation order that was inferred, not declared."""
+        info = self.info
+        split = outer and ndim >= 2 and info.dp * info.cp > 1
+        if split and info.batch_dim is None and info.seq_dim is None and source == "declared":
+            return "inferred"
+        return source
+
+    def alias(self, alias: torch.Tensor, tensor: torch.Tensor) -> None:
+        """`alias` (a view the hooks hand on instead of `tensor`) is laid out like it."""
+        self.remember(alias, self.produced[tensor])
+        if tensor in self.produced_source:
+            self.produced_source[alias] = self.produced_source[tensor]
 
     def outer(self, mesh: object) -> Outer:
         """The job's dp / cp coordinates that a DTensor on `mesh` does not span."""
@@ -223,6 +285,17 @@ class PlacementInference:
                 for b in module.buffers(recurse=False):
                     self._buffers[b] = True
         return tensor in self._buffers
+
+    def seq_or_replica(self, tensor: torch.Tensor, decided: Decision) -> bool:
+        """Is this placed input, by declaration, replicated or split on its sequence
+        dimension only over tensor parallelism?"""
+        layout = decided.layout
+        if is_dtensor(tensor) or layout is None or decided.note is not None:
+            return False
+        if layout.mode in ("replica", "seq"):
+            return True
+        d = layout.split_dim(tensor.dim())
+        return d is not None and layout.roles(tensor.dim(), self.order)[d] == "s"
 
     def remember(self, tensor: torch.Tensor, layout: Layout | None) -> None:
         if layout is not None and not is_dtensor(tensor):
@@ -341,15 +414,21 @@ class PlacementInference:
         """
         ann = annotation_of(param)
         if isinstance(ann, Placement):
-            return (tensor.to_local() if is_dtensor(tensor) else tensor), ann, 1.0
+            local = tensor.to_local() if is_dtensor(tensor) else tensor
+            return local, ann.with_source("annotated"), 1.0
         if is_dtensor(tensor):
             local, placement = dtensor_placement(tensor)
             outer = self.outer(tensor.device_mesh)
             partial = kind == "param_grad"
             scale = 1.0 / outer.parts if partial and self.info.grad_reduce == "mean" else 1.0
-            return local, compose_parameter(placement, outer, partial), scale
+            placement = compose_parameter(placement, outer, partial).with_source("declared")
+            return local, placement, scale
         placement, scale = self.param_placement(param, tuple(tensor.shape), owner, kind)
-        return tensor, placement, scale
+        # Over data parallelism a parameter is a replica (its gradient a partial sum) by
+        # what the job declares; over tensor parallelism only Megatron's attributes say it.
+        declared = self.info.tp == 1 or hasattr(param, "tensor_model_parallel")
+        declared = declared or self.is_expert_param(param, owner)
+        return tensor, placement.with_source("declared" if declared else "inferred"), scale
 
     def param_note(self, param: torch.Tensor, hint_path: str) -> LayoutNote | None:
         """A note for a plain parameter taken as replicated over tensor parallelism."""

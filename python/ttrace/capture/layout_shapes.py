@@ -84,20 +84,29 @@ class ShapeFacts:
         return size == 1 and self.batch_local is not None and self.batch_local > 1
 
     def by_shape(
-        self, module: nn.Module, direction: str, index: int | str, shape: tuple, order: str
+        self,
+        module: nn.Module,
+        direction: str,
+        index: int | str,
+        shape: tuple,
+        order: str,
+        modes: tuple[str, ...] = ("seq", "last"),
     ) -> tuple[Layout, LayoutNote | None]:
-        """The layout a tensor nothing else placed gets, with a note saying how."""
+        """The layout a tensor nothing else placed gets, with a note saying how. `modes`:
+        the splits still possible (what the module's declared inputs allow); when "last"
+        is excluded that way, a tensor matching none of them is known to be a replica."""
         tp = self.info.tp
         if tp == 1 or len(shape) == 0:
             return Layout("replica"), None
         roles = Layout("replica", order).roles(len(shape))
         candidates: list[tuple[Layout, str]] = []
-        if "s" in roles and self.seq_len:
+        if "s" in roles and self.seq_len and "seq" in modes:
             n = shape[roles.index("s")]
             if n * tp == self.seq_len:
                 candidates.append((Layout("seq"), f"sequence {n} = ids length {self.seq_len}/tp"))
         last = shape[-1]
-        if len(shape) >= 2 and last * tp in self.widths and last not in self.widths:
+        guess_last = "last" in modes and len(shape) >= 2
+        if guess_last and last * tp in self.widths and last not in self.widths:
             candidates.append((Layout("last"), f"last dim {last} = weight width {last * tp}/tp"))
         local = shape_text(shape)
         where = f"{direction}put {index} of {self.names.name(module)}"
@@ -113,6 +122,8 @@ class ShapeFacts:
             )
             hint = self.hint(module, direction, index, candidates[0][0].mode)
             return Layout("replica"), LayoutNote(note, hint)
+        if "last" not in modes:
+            return Layout("replica"), None
         note = (
             "inferred replica over tp: no parallel attribute, no DTensor, no tensor-parallel "
             f"style; local {local}"

@@ -296,7 +296,7 @@ class ModuleHooks:
             if a.requires_grad and a.is_floating_point() and s.wants_kind("input_grad"):
                 alias = a.view_as(a)
                 if a in self.inference.produced:
-                    self.inference.remember(alias, self.inference.produced[a])
+                    self.inference.alias(alias, a)
                 alias.register_hook(self._input_grad_hook(module, slot, s.forward_mb))
                 if isinstance(index, int):
                     new_args[index] = alias
@@ -319,13 +319,15 @@ class ModuleHooks:
         slots = stack.pop() if stack else []
         name = self.names.name(module)
         primary: tuple[Layout | None, tuple[int, ...]] | None = None
-        replicated = bool(slots)
+        replicated = seq_only = bool(slots)
         for slot in slots:
             _, placement, decided = self.activation(
                 module, "in", slot.index, slot.live, primary=slot.primary
             )
             slot.decided = decided
-            replicated = replicated and replicated_over_tp(slot.live, decided)
+            replica = replicated_over_tp(slot.live, decided)
+            replicated = replicated and replica
+            seq_only = seq_only and (replica or self.inference.seq_or_replica(slot.live, decided))
             if slot.primary:
                 primary = (decided.layout, tuple(slot.live.shape))
             if slot.host is not None:
@@ -334,7 +336,7 @@ class ModuleHooks:
                 self.queue(key, stored, placement, decided.note)
         if primary is None:
             return None
-        return CallEntry(primary[0], primary[1], replicated)
+        return CallEntry(primary[0], primary[1], replicated, seq_only)
 
     def _post_impl(self, module: nn.Module, output: Any) -> Any:
         s = self.state

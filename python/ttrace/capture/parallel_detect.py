@@ -12,6 +12,12 @@ convention when it does not say.
   parallelism over their 1-d mesh.
 Both DDP and FSDP2 average gradients by default, so with either `grad_reduce` defaults to
 "mean" (a textbook per-rank mean loss is then clean); otherwise to "sum".
+
+The batch dimension DDP declares (`DistributedDataParallel(dim=0)`, the dimension it would
+scatter inputs along) is the one data parallelism splits: with it, a run that does not set
+`ParallelInfo(batch_dim=/seq_dim=)` is laid out batch-first (`dim=0`) or sequence-first
+(`dim=1`) by that declaration, not by the shapes of its activations (a 2-d `[batch,
+features]` activation has no sequence dimension to tell the two apart).
 """
 
 from __future__ import annotations
@@ -95,10 +101,23 @@ def detect_parallel(roots: Sequence[nn.Module], rank: int, world_size: int) -> P
     return ParallelInfo(tp=tp, tp_rank=tp_rank, dp=dp, dp_rank=dp_rank)
 
 
+def declared_batch_dim(roots: Sequence[nn.Module]) -> int | None:
+    """The input batch dimension a `DistributedDataParallel` root declares, if any."""
+    for r in roots:
+        if _is_ddp(r):
+            dim = int(getattr(r, "dim", 0))
+            return dim if dim in (0, 1) else None
+    return None
+
+
 def resolve_parallel(
     given: ParallelInfo | None, roots: Sequence[nn.Module], rank: int, world_size: int
 ) -> ParallelInfo:
     info = given if given is not None else detect_parallel(roots, rank, world_size)
+    if info.batch_dim is None and info.seq_dim is None:
+        batch_dim = declared_batch_dim(roots)
+        if batch_dim is not None:
+            info = dataclasses.replace(info, batch_dim=batch_dim)
     if info.grad_reduce is None:
         averaging = any(_is_ddp(r) for r in roots) or bool(_fsdp_modules(roots))
         info = dataclasses.replace(info, grad_reduce="mean" if averaging else "sum")

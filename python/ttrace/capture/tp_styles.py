@@ -21,6 +21,7 @@ What the hooks of ttrace see:
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from dataclasses import dataclass
 from typing import Any
@@ -74,6 +75,21 @@ def _torch_sequence_sharding(module: nn.Module) -> Layout | None:
                 qual = getattr(cell.func, "__qualname__", "")
                 if qual == "SequenceParallel._prepare_input_fn":
                     return placement_layout(_first(cell.args[0]))
+    return None
+
+
+def _torch_input(module: nn.Module) -> Layout | None:
+    """The local first input a torch `PrepareModuleInput(use_local_output=True)` hands
+    the module: its `desired_input_layouts[0]` (a DTensor input, the default, places
+    itself)."""
+    for hook in list(module._forward_pre_hooks.values()):
+        for cell in _cells(hook):
+            if type(cell).__name__ != "PrepareModuleInput":
+                continue
+            if getattr(cell, "use_local_output", False):
+                desired = _first(getattr(cell, "desired_input_layouts", None))
+                if desired is not None:
+                    return placement_layout(desired)
     return None
 
 
@@ -149,4 +165,10 @@ def _weight_rule(module: nn.Module, data_parallel: set[int]) -> StyleLayouts | N
 def module_style(module: nn.Module, data_parallel: set[int]) -> StyleLayouts | None:
     """The layouts a tensor-parallel style gives this module's local tensors, if any.
     `data_parallel`: ids of parameters sharded by FSDP2 (their Shard(0) is over dp)."""
-    return _hf_style(module) or _torch_output(module) or _weight_rule(module, data_parallel)
+    found = _hf_style(module) or _torch_output(module) or _weight_rule(module, data_parallel)
+    local_input = _torch_input(module)
+    if local_input is None:
+        return found
+    if found is None:
+        return StyleLayouts(local_input, None, "torch PrepareModuleInput")
+    return dataclasses.replace(found, inputs=local_input)
