@@ -126,10 +126,11 @@ std::optional<Manifest> readTopFields(const json& root, const std::string& where
                                 "format is '" + *format + "', expected 'ttrace-bundle'"));
         return std::nullopt;
     }
-    if (*version != kFormatVersion) {
+    if (!isReadableFormatVersion(*version)) {
         out.push_back(makeError("unknown-version", where,
                                 "format_version " + std::to_string(*version) +
                                     " is not supported (this reader understands format_version " +
+                                    std::to_string(kOldestFormatVersion) + " to " +
                                     std::to_string(kFormatVersion) + ")"));
         return std::nullopt;
     }

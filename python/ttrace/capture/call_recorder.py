@@ -14,6 +14,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from .call_log import in_backward
 from .call_template import CallTemplate
 from .capture_state import CaptureState
 from .naming import ModuleNames
@@ -52,7 +53,8 @@ class CallRecorder:
 
     def _recording(self) -> bool:
         s = self.state
-        return s.in_step and s.variant == "nominal" and s.wants(s.forward_mb)
+        # A forward during backward is a recompute, not a call of the micro-batch.
+        return s.in_step and s.variant == "nominal" and s.wants(s.forward_mb) and not in_backward()
 
     def _pre(self, module: nn.Module, args: tuple, kwargs: dict) -> None:
         if not self._recording():

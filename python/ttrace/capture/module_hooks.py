@@ -32,6 +32,7 @@ from torch import nn
 from ttrace.bundle import Placement, TensorKey
 
 from .annotate import param_annotation_of
+from .call_log import RECOMPUTE_SUFFIX, CallLog, CallRecord, in_backward, input_key
 from .capture_state import CaptureState
 from .dtensor_placement import is_dtensor
 from .errors import TracerError
@@ -114,6 +115,20 @@ class InputSlot:
     decided: Decision | None = None
 
 
+@dataclass
+class CallFrame:
+    """One forward call in progress: the call it is (None: a recompute that matched no
+    call, not captured), whether it is a recompute, and its inputs."""
+
+    record: CallRecord | None
+    recompute: bool
+    slots: list[InputSlot]
+
+    def name(self) -> str:
+        assert self.record is not None
+        return self.record.name + (RECOMPUTE_SUFFIX if self.recompute else "")
+
+
 class ModuleHooks:
     def __init__(
         self,
@@ -135,7 +150,8 @@ class ModuleHooks:
         self.table = table
         self.perturbation = perturbation
         self.handles: list[Any] = []
-        self._inputs: dict[nn.Module, list[list[InputSlot]]] = {}
+        self._inputs: dict[nn.Module, list[CallFrame]] = {}
+        self.call_log = CallLog()
         self.grad_count: dict[nn.Parameter, int] = {}
         self.owner: dict[nn.Parameter, tuple[nn.Module, str]] = {}
         # parameters swapped in during forward (FSDP2 unsharded) -> the original parameter
@@ -266,58 +282,95 @@ class ModuleHooks:
             if self.names.root_of.get(module) == chunk:
                 self.emit_param(p, p, "parameter", -1)
 
-    def _active(self) -> bool:
-        s = self.state
-        return s.in_step and s.wants(s.forward_mb)
-
     def _pre(self, module: nn.Module, args: tuple, kwargs: dict[str, Any]) -> Any:
-        if not self._active():
+        s = self.state
+        recompute = in_backward()
+        if not s.in_step or not (recompute or s.wants(s.forward_mb)):
             return None
         return self._guard(
             f"forward inputs of {self.names.name(module)}",
-            lambda: self._pre_impl(module, args, kwargs),
+            lambda: self._pre_impl(module, args, kwargs, recompute),
         )
 
-    def _pre_impl(self, module: nn.Module, args: tuple, kwargs: dict[str, Any]) -> Any:
+    def _begin_call(
+        self, module: nn.Module, items: list[tuple[int | str, Any]], recompute: bool
+    ) -> CallFrame:
+        """The frame of this call: a new call of the micro-batch, or the recompute of one."""
         s = self.state
-        name = self.names.name(module)
-        self.table.record(name, type(module).__name__, self.names.root_of.get(module, 0))
+        first = next((a for _, a in items if isinstance(a, torch.Tensor)), None)
+        key = input_key(first)
+        if recompute:
+            record = self.call_log.begin_recompute(module, key)
+            if record is not None and not s.wants(record.mb):
+                record = None
+        else:
+            step = (s.variant, s.iteration)
+            record = self.call_log.begin(module, self.names.name(module), step, s.forward_mb, key)
+            record.hooked = torch.is_grad_enabled()
+        frame = CallFrame(record, recompute, [])
+        self._inputs.setdefault(module, []).append(frame)
+        return frame
+
+    def _pre_impl(
+        self, module: nn.Module, args: tuple, kwargs: dict[str, Any], recompute: bool
+    ) -> Any:
+        s = self.state
+        items = [(i, a) for i, a in enumerate(args)] + list(kwargs.items())
+        frame = self._begin_call(module, items, recompute)
+        if frame.record is None:
+            return None
+        record = frame.record
+        self.table.record(frame.name(), type(module).__name__, self.names.root_of.get(module, 0))
         self._adopt_swapped(module)
-        slots: list[InputSlot] = []
+        # Reentrant checkpointing runs the first forward without grad: the recompute's graph
+        # is the one whose gradients flow, filed under the original call.
+        hook_grads = not recompute or not record.hooked
         new_args, new_kwargs = list(args), dict(kwargs)
         replaced = False
-        items = [(i, a) for i, a in enumerate(args)] + list(kwargs.items())
         for index, a in items:
             if not isinstance(a, torch.Tensor):
                 continue
+            # A recompute's inputs too: where it first departs from the original is the
+            # module whose recomputed output diverges from a clean recomputed input.
             host = self.host(a) if s.wants_kind("forward_input") else None
-            slot = InputSlot(index, a, host, primary=not slots)
-            slots.append(slot)
-            if a.requires_grad and a.is_floating_point() and s.wants_kind("input_grad"):
+            slot = InputSlot(index, a, host, not frame.slots)
+            frame.slots.append(slot)
+            grads = a.requires_grad and a.is_floating_point() and torch.is_grad_enabled()
+            if grads and s.wants_kind("input_grad"):
+                # The recompute gets the alias too: non-reentrant checkpointing checks that
+                # it rebuilds the same graph.
                 alias = a.view_as(a)
                 if a in self.inference.produced:
                     self.inference.remember(alias, self.inference.produced[a])
-                alias.register_hook(self._input_grad_hook(module, slot, s.forward_mb))
+                if hook_grads:
+                    alias.register_hook(self._input_grad_hook(module, slot, record))
                 if isinstance(index, int):
                     new_args[index] = alias
                 else:
                     new_kwargs[index] = alias
                 replaced = True
-        self._inputs.setdefault(module, []).append(slots)
         return (tuple(new_args), new_kwargs) if replaced else None
 
     def _post(self, module: nn.Module, args: tuple, output: Any) -> Any:
-        if not self._active():
+        stack = self._inputs.get(module)
+        if not self.state.in_step or not stack:
+            return None
+        frame = stack.pop()
+        if frame.recompute:
+            self.call_log.end_recompute()
+        else:
+            self.call_log.end(module)
+        if frame.record is None:
             return None
         return self._guard(
-            f"forward outputs of {self.names.name(module)}", lambda: self._post_impl(module, output)
+            f"forward outputs of {frame.name()}", lambda: self._post_impl(module, output, frame)
         )
 
-    def _place_inputs(self, module: nn.Module, mb: int) -> CallEntry | None:
+    def _place_inputs(self, module: nn.Module, frame: CallFrame) -> CallEntry | None:
         """Place this call's inputs (and write them); what they say about the outputs."""
-        stack = self._inputs.get(module)
-        slots = stack.pop() if stack else []
-        name = self.names.name(module)
+        slots = frame.slots
+        assert frame.record is not None
+        name, mb = frame.name(), frame.record.mb
         primary: tuple[Layout | None, tuple[int, ...]] | None = None
         replicated = bool(slots)
         for slot in slots:
@@ -336,19 +389,23 @@ class ModuleHooks:
             return None
         return CallEntry(primary[0], primary[1], replicated)
 
-    def _post_impl(self, module: nn.Module, output: Any) -> Any:
+    def _post_impl(self, module: nn.Module, output: Any, frame: CallFrame) -> Any:
         s = self.state
-        name = self.names.name(module)
-        mb = s.forward_mb
+        record = frame.record
+        assert record is not None
+        name, mb = frame.name(), record.mb
+        hook_grads = not frame.recompute or not record.hooked
         s.note(mb)
         replaced = None
         if s.variant_index > 0 and isinstance(output, torch.Tensor) and output.is_floating_point():
+            # By module: every call (and the recompute) of the perturbed module is perturbed.
+            base = self.names.name(module)
             if self.perturbation.module is None:
-                self.perturbation.module = name
-            if self.perturbation.module == name:
+                self.perturbation.module = base
+            if self.perturbation.module == base:
                 output = self.perturbation.apply(output, s.variant_index, s.iteration, mb)
                 replaced = output
-        entry = self._place_inputs(module, mb)
+        entry = self._place_inputs(module, frame)
         first = True
         aliases: dict[int, torch.Tensor] = {}
         for i, t in enumerate(flatten(output)):
@@ -369,8 +426,8 @@ class ModuleHooks:
                 factor = stored_scale(self.inference, "forward_output", placement, tuple(t.shape))
                 data = self.host(local, factor)
                 self.queue(self._key(mb, name, "forward_output", i), data, placement, decided.note)
-            if t.requires_grad and s.wants_kind("output_grad"):
-                t.register_hook(self._output_grad_hook(module, i, mb, decided))
+            if t.requires_grad and s.wants_kind("output_grad") and hook_grads:
+                t.register_hook(self._output_grad_hook(module, i, record, decided))
         if aliases:
             return substitute(output, aliases)
         return replaced
@@ -392,10 +449,10 @@ class ModuleHooks:
         self.queue(key, data, placement, done.note)
 
     def _output_grad_hook(
-        self, module: nn.Module, index: int, mb: int, decided: Decision
+        self, module: nn.Module, index: int, record: CallRecord, decided: Decision
     ) -> Callable:
         s = self.state
-        key = self._key(mb, self.names.name(module), "output_grad", index)
+        key = self._key(record.mb, record.name, "output_grad", index)
 
         def hook(grad: torch.Tensor) -> None:
             if s.in_step:
@@ -405,9 +462,9 @@ class ModuleHooks:
 
         return hook
 
-    def _input_grad_hook(self, module: nn.Module, slot: InputSlot, mb: int) -> Callable:
+    def _input_grad_hook(self, module: nn.Module, slot: InputSlot, record: CallRecord) -> Callable:
         s = self.state
-        key = self._key(mb, self.names.name(module), "input_grad", slot.index)
+        key = self._key(record.mb, record.name, "input_grad", slot.index)
 
         def hook(grad: torch.Tensor) -> None:
             if s.in_step:

@@ -13,7 +13,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-_LAYER = re.compile(r"(?:^|\.)layers\.(\d+)(?:\.|$)")
+# `layers.3@call1`, `layers.3@recompute`: another call of a layer is at the layer's depth
+_LAYER = re.compile(r"(?:^|\.)layers\.(\d+)(?:\.|@|$)")
 
 
 @dataclass

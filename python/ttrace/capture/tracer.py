@@ -30,6 +30,7 @@ from typing import Any
 
 import torch
 import torch.distributed as dist
+import torch.utils.checkpoint
 from torch import nn
 
 from ttrace.bundle import BundleWriter, Placement, RankRecord, TensorKey, write_manifest
@@ -204,8 +205,13 @@ class Tracer:
         s.explicit_mb = micro_batch
         s.reset_counters()
         self.hooks.grad_count.clear()
+        self.hooks.call_log.reset()
         try:
-            yield self
+            # Recompute runs to the end, so that every recomputed module's output is
+            # compared (torch's early stop would skip the modules after the last saved
+            # tensor); the values are the same either way.
+            with torch.utils.checkpoint.set_checkpoint_early_stop(False):
+                yield self
         except BaseException:
             # Keep what was captured before the failure: drain it to disk, then re-raise.
             with contextlib.suppress(Exception):
@@ -325,6 +331,7 @@ class Tracer:
             self.state.iteration += 1
             self.state.reset_counters()
             self.hooks.grad_count.clear()
+            self.hooks.call_log.reset()
 
     def start(self) -> None:
         """Implicit mode (no `step()`): capture from now on; iterations count optimizer steps."""

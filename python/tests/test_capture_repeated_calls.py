@@ -1,0 +1,108 @@
+"""Modules that run more than once per micro-batch, on real torch under DDP (2 gloo ranks)
+against a single-process reference, compared by the real `ttrace diff` CLI.
+
+- A shared block called twice: each call is its own record (`shared`, `shared@call1`), with
+  its gradients, compared call by call; a second call that differs on one rank is named.
+- Bundles of format version 1 still open in both readers.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import h5py
+import pytest
+from job_runner import diff, run_module
+
+from ttrace.bundle.checksum import file_checksum
+from ttrace.bundle.reader import BundleReader
+
+SCRIPT = "tests.frameworks.repeated_calls"
+
+
+def capture(out: Path, nproc: int, *options: str) -> Path:
+    run_module(SCRIPT, ["--out", str(out), *options], nproc, 120)
+    return out
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One process, no recompute, perturbations=2."""
+    return capture(tmp_path_factory.mktemp("ref") / "ref", 1, "--recompute", "none")
+
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The 2-rank DDP candidate without recompute: the shared block runs twice."""
+    return capture(tmp_path_factory.mktemp("shared") / "shared", 2, "--recompute", "none")
+
+
+def clean(report: dict, rc: int, text: str) -> None:
+    s = report["summary"]
+    assert (rc, s["invalid"], s["missing"], s["divergent"]) == (0, 0, 0, 0), text
+    assert s["clean"], text
+
+
+def tensors_of(report: dict, module: str) -> list[dict]:
+    return [t for t in report["tensors"] if t["id"]["module"] == module]
+
+
+def introduced(report: dict) -> list[str]:
+    return [m["name"] for m in report["modules"] if m["origin"] == "introduced"]
+
+
+def test_shared_block_each_call_compared(reference: Path, shared: Path, tmp_path: Path) -> None:
+    cand = shared
+    rc, report, text = diff(reference, cand, tmp_path)
+    clean(report, rc, text)
+    manifest = json.loads((cand / "manifest.json").read_text())
+    assert manifest["format_version"] == 2
+    names = [m["name"] for m in manifest["modules"]]
+    # The second call runs after the layers, at their depth + 1; call 0 keeps its name.
+    assert names.index("shared@call1") > names.index("layers.1") > names.index("shared"), names
+    for module in ("shared", "shared@call1", "shared.fc1@call1"):
+        kinds = {t["id"]["kind"] for t in tensors_of(report, module) if t["status"] == "clean"}
+        assert {"forward_input", "forward_output", "output_grad", "input_grad"} <= kinds, module
+    # Parameters and their gradients exist once, under the module's own name.
+    assert not [t for t in tensors_of(report, "shared.fc1@call1") if "param" in t["id"]["kind"]]
+
+
+def test_second_call_that_differs_is_named(reference: Path, tmp_path: Path) -> None:
+    cand = capture(tmp_path / "second", 2, "--recompute", "none", "--bug", "second-call")
+    rc, report, text = diff(reference, cand, tmp_path)
+    s = report["summary"]
+    assert rc == 1 and s["divergent"] > 0 and (s["invalid"], s["missing"]) == (0, 0), text
+    first = report["first_divergence"]
+    assert (first["forward"], first["ranks"]) == ("shared@call1", [1]), first
+    assert "shared@call1" in introduced(report), text
+    # The first call is right.
+    first_call = [
+        t
+        for t in tensors_of(report, "shared")
+        if t["id"]["iteration"] == 0 and t["id"]["kind"] == "forward_output"
+    ]
+    assert first_call and all(t["status"] == "clean" for t in first_call), text
+
+
+def as_version_1(bundle: Path, target: Path) -> Path:
+    """`bundle` rewritten as format version 1 (what readers of the old format wrote)."""
+    shutil.copytree(bundle, target)
+    manifest = json.loads((target / "manifest.json").read_text())
+    manifest["format_version"] = 1
+    for entry in manifest["ranks"]:
+        path = target / entry["file"]
+        with h5py.File(path, "r+") as f:
+            f.attrs["format_version"] = 1
+        entry["file_size"], entry["crc32"] = file_checksum(path)
+    (target / "manifest.json").write_text(json.dumps(manifest, indent=2))
+    return target
+
+
+def test_version_1_bundles_still_open(reference: Path, shared: Path, tmp_path: Path) -> None:
+    old = as_version_1(reference, tmp_path / "ref-v1")
+    with BundleReader(old) as reader:
+        assert reader.validate() == []
+    rc, report, text = diff(old, shared, tmp_path)
+    clean(report, rc, text)
