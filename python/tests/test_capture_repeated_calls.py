@@ -3,6 +3,10 @@ against a single-process reference, compared by the real `ttrace diff` CLI.
 
 - A shared block called twice: each call is its own record (`shared`, `shared@call1`), with
   its gradients, compared call by call; a second call that differs on one rank is named.
+- `torch.utils.checkpoint` (reentrant and not) around the layers: the recomputed forward is
+  filed as `<module>@recompute` and compared with the reference's forward (the reference
+  does not recompute), gradients stay under the original call; a recompute that does not
+  restore the random state (another feature mask) is a divergence at the recomputed mask.
 - Bundles of format version 1 still open in both readers.
 """
 
@@ -84,6 +88,42 @@ def test_second_call_that_differs_is_named(reference: Path, tmp_path: Path) -> N
         if t["id"]["iteration"] == 0 and t["id"]["kind"] == "forward_output"
     ]
     assert first_call and all(t["status"] == "clean" for t in first_call), text
+
+
+@pytest.mark.parametrize("mode", ["reentrant", "nonreentrant"])
+def test_recompute_compared_with_forward(reference: Path, mode: str, tmp_path: Path) -> None:
+    cand = capture(tmp_path / mode, 2, "--recompute", mode)
+    rc, report, text = diff(reference, cand, tmp_path)
+    clean(report, rc, text)
+    recomputed = [t for t in report["tensors"] if t["id"]["module"].endswith("@recompute")]
+    modules = {t["id"]["module"] for t in recomputed}
+    assert {"layers.0@recompute", "layers.1.mask@recompute"} <= modules, sorted(modules)
+    assert {t["id"]["kind"] for t in recomputed} == {"forward_input", "forward_output"}
+    # Not a second call; gradients are filed under the original call in both modes.
+    calls = {t["id"]["module"] for t in report["tensors"] if "@call" in t["id"]["module"]}
+    assert calls and all(m.startswith("shared") for m in calls), sorted(calls)
+    kinds = {t["id"]["kind"] for t in tensors_of(report, "layers.0.fc1")}
+    assert {"output_grad", "input_grad", "param_grad", "forward_output"} <= kinds, kinds
+
+
+@pytest.mark.parametrize("mode", ["reentrant", "nonreentrant"])
+def test_recompute_without_rng_restore_is_named(reference: Path, mode: str, tmp_path: Path) -> None:
+    cand = capture(tmp_path / f"rng-{mode}", 2, "--recompute", mode, "--bug", "rng")
+    rc, report, text = diff(reference, cand, tmp_path)
+    s = report["summary"]
+    assert rc == 1 and s["divergent"] > 0 and (s["invalid"], s["missing"]) == (0, 0), text
+    first = report["first_divergence"]["forward"]
+    assert first is not None and first.endswith("@recompute"), report["first_divergence"]
+    assert {"layers.0.mask@recompute", "layers.1.mask@recompute"} <= set(introduced(report))
+    # The original forward of the first step is right: only its recompute departs.
+    original = [
+        t
+        for t in report["tensors"]
+        if t["id"]["iteration"] == 0
+        and t["id"]["kind"] == "forward_output"
+        and "@" not in t["id"]["module"]
+    ]
+    assert original and all(t["status"] == "clean" for t in original), text
 
 
 def as_version_1(bundle: Path, target: Path) -> Path:

@@ -2,6 +2,7 @@
 
 #include "compare/optimizer_conditioning.h"
 #include "compare/pair_checks.h"
+#include "compare/recompute_alias.h"
 #include "compare/tensor_comparison.h"
 #include "ttrace/cache_fingerprint.h"
 #include "ttrace/capture_status.h"
@@ -126,8 +127,12 @@ void carryStateTerms(const std::vector<TensorId>& ids, std::size_t begin, std::s
 
 } // namespace
 
-DiffResult diffBundles(const Bundle& reference, const Bundle& candidate, const DiffOptions& options,
-                       const ProgressFn& progress, const TensorResultFn& onTensor) {
+DiffResult diffBundles(const Bundle& referenceBundle, const Bundle& candidate,
+                       const DiffOptions& options, const ProgressFn& progress,
+                       const TensorResultFn& onTensor) {
+    // A candidate's recomputed forwards are compared with the reference's forward.
+    const auto view = recomputeView(referenceBundle, candidate);
+    const Bundle& reference = view ? *view : referenceBundle;
     std::string cacheKey;
     if (options.useCache) {
         cacheKey = diffCacheKey(reference.dir(), candidate.dir(), options);

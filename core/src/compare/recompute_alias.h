@@ -1,0 +1,28 @@
+#pragma once
+// Activation recompute (torch.utils.checkpoint, Megatron's recompute) runs a module's forward
+// again during backward; the capture files that forward as `<module>@recompute` (format
+// version 2). A recompute must reproduce the original forward exactly, so when only the
+// candidate recomputes, its recomputed tensors are compared with the reference's original
+// forward of the same call; when only the reference recomputes, its recompute records have
+// nothing to be compared with and are left out.
+#include "ttrace/bundle.h"
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace ttrace {
+
+inline constexpr std::string_view kRecomputeSuffix = "@recompute";
+
+// `<module>` of `<module>@recompute`; empty for any other name.
+std::string recomputedModule(std::string_view module);
+
+// The reference as the comparison sees it: `reference` itself (null returned) when both sides
+// recompute the same modules; otherwise a view of it whose index maps each candidate
+// `<m>@recompute` tensor the reference lacks to the reference's shards of `<m>` (with its
+// perturbed variants) and drops the reference's recompute tensors the candidate lacks. The
+// manifest gains a module entry per mapped name, at the depth of the module it recomputes.
+std::shared_ptr<const Bundle> recomputeView(const Bundle& reference, const Bundle& candidate);
+
+} // namespace ttrace
