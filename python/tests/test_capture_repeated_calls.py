@@ -7,6 +7,9 @@ against a single-process reference, compared by the real `ttrace diff` CLI.
   filed as `<module>@recompute` and compared with the reference's forward (the reference
   does not recompute), gradients stay under the original call; a recompute that does not
   restore the random state (another feature mask) is a divergence at the recomputed mask.
+- `torch.compile` per block (in place or wrapped, `fullgraph=True`): captured at each
+  block's boundary against a reference compiled the same way; a model compiled as a whole
+  is refused before the first step, saying what to change.
 - Bundles of format version 1 still open in both readers.
 """
 
@@ -146,3 +149,38 @@ def test_version_1_bundles_still_open(reference: Path, shared: Path, tmp_path: P
         assert reader.validate() == []
     rc, report, text = diff(old, shared, tmp_path)
     clean(report, rc, text)
+
+
+@pytest.fixture(scope="module")
+def compiled_reference(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The reference compiled as the candidate is (per block): the compiled numerics, and
+    the same random numbers (inductor draws its own)."""
+    out = tmp_path_factory.mktemp("cref") / "cref"
+    return capture(out, 1, "--recompute", "none", "--compile", "blocks")
+
+
+@pytest.mark.parametrize("how", ["blocks", "wrapped"])
+def test_compiled_blocks_captured_at_their_boundary(
+    compiled_reference: Path, how: str, tmp_path: Path
+) -> None:
+    """`block.compile(fullgraph=True)` and `torch.compile(block, fullgraph=True)`: no graph
+    break, the block's own inputs, outputs and gradients, and its parameters, compared."""
+    cand = capture(tmp_path / how, 2, "--recompute", "none", "--compile", how)
+    rc, report, text = diff(compiled_reference, cand, tmp_path)
+    clean(report, rc, text)
+    kinds = {t["id"]["kind"] for t in tensors_of(report, "layers.0")}
+    assert {"forward_input", "forward_output", "output_grad", "input_grad"} <= kinds, kinds
+    inner = {t["id"]["kind"] for t in tensors_of(report, "layers.0.fc1")}
+    assert inner == {"parameter", "param_grad", "main_grad", "param_after_step", "optimizer_state"}
+    modules = [m["name"] for m in json.loads((cand / "manifest.json").read_text())["modules"]]
+    assert "layers.0.fc1" in modules and not [m for m in modules if "_orig_mod" in m], modules
+
+
+def test_whole_model_compiled_refused_before_the_first_step(tmp_path: Path) -> None:
+    out = tmp_path / "whole"
+    with pytest.raises(AssertionError) as failed:
+        capture(out, 1, "--recompute", "none", "--compile", "whole")
+    message = str(failed.value)
+    assert "TracerError" in message and "compiled as a whole" in message, message[-2000:]
+    assert "block.compile(fullgraph=True)" in message and "fullgraph=True" in message
+    assert not (out / "manifest.json").exists() and not list(out.glob("rank-*.h5"))

@@ -1,6 +1,8 @@
 """A model whose modules run more than once per micro-batch, under DDP on 2 ranks: a shared
 block called twice (tied weights), and blocks wrapped in `torch.utils.checkpoint`
-(activation recompute), or compiled per block (`torch.compile`, torchtitan's default).
+(activation recompute), or compiled per block (`torch.compile`, torchtitan's default:
+`--compile blocks` compiles in place, `--compile wrapped` wraps; `--compile whole` compiles
+the whole model, which the tracer refuses).
 
 Every block draws a random per-feature keep mask from the global generator (dropout over
 features: the same mask for every row, so a data-parallel rank draws what the reference
@@ -79,7 +81,7 @@ def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", required=True)
     parser.add_argument("--recompute", choices=["none", "reentrant", "nonreentrant"])
-    parser.add_argument("--compile", choices=["none", "blocks", "fullgraph"], default="none")
+    parser.add_argument("--compile", choices=["none", "blocks", "wrapped", "whole"], default="none")
     parser.add_argument("--bug", choices=["none", "second-call", "rng"], default="none")
     return parser.parse_args()
 
@@ -99,10 +101,14 @@ def main() -> None:
         scale_second_call=candidate_bug and args.bug == "second-call",
     )
     ttc.seeded_init(model, seed=0)  # ttrace
+    # Per block, as torchtitan compiles: in place, or wrapped; or the whole model.
     if args.compile == "blocks":
         for layer in model.layers:
-            layer.compile()
-    elif args.compile == "fullgraph":
+            layer.compile(fullgraph=True)
+    elif args.compile == "wrapped":
+        for i, layer in enumerate(model.layers):
+            model.layers[i] = torch.compile(layer, fullgraph=True)
+    elif args.compile == "whole":
         model = torch.compile(model, fullgraph=True)
     if world > 1:
         model = DDP(model)

@@ -17,6 +17,7 @@ from torch import nn
 from .call_log import in_backward
 from .call_template import CallTemplate
 from .capture_state import CaptureState
+from .compiled_regions import hook_module
 from .naming import ModuleNames
 
 
@@ -42,8 +43,7 @@ class CallRecorder:
 
     def install(self, selected: list[nn.Module]) -> None:
         for module in selected:
-            self.handles.append(module.register_forward_pre_hook(self._pre, with_kwargs=True))
-            self.handles.append(module.register_forward_hook(self._post))
+            self.handles += hook_module(module, self._pre, self._post)
 
     def remove(self) -> None:
         for h in self.handles:

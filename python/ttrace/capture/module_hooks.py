@@ -34,6 +34,7 @@ from ttrace.bundle import Placement, TensorKey
 from .annotate import param_annotation_of
 from .call_log import RECOMPUTE_SUFFIX, CallLog, CallRecord, in_backward, input_key
 from .capture_state import CaptureState
+from .compiled_regions import hook_module
 from .dtensor_placement import is_dtensor
 from .errors import TracerError
 from .host_buffers import HostBuffers
@@ -158,21 +159,39 @@ class ModuleHooks:
         self.swapped: dict[torch.Tensor, nn.Parameter] = {}
         self._slot_owner: dict[tuple[nn.Module, str], nn.Parameter] = {}
         self._has_swap: set[nn.Parameter] = set()
+        self._members: dict[nn.Module, list[nn.Module]] = {}
 
     # --- installation -----------------------------------------------------------------------
 
-    def install(self, roots: list[nn.Module], selected: list[nn.Module]) -> None:
+    def install(
+        self,
+        roots: list[nn.Module],
+        selected: list[nn.Module],
+        inside: set[nn.Module] | None = None,
+    ) -> None:
+        """Hooks on `selected` modules; those `inside` a compiled region get none (their
+        parameters are still captured)."""
         calls = self.inference.calls
+        inside = inside or set()
+        # A compiled region lists the selected modules inside it in the manifest (their
+        # parameters are captured) when it runs.
+        self._members = {
+            m: [x for x in m.modules() if x in inside and x in selected]
+            for m in selected
+            if m not in inside and any(x in inside for x in m.children())
+        }
         for index, root in enumerate(roots):
             self.handles.append(
                 root.register_forward_pre_hook(self._root_pre(index), with_kwargs=True)
             )
         for module in self.names.names:
-            self.handles.append(module.register_forward_pre_hook(lambda m, a: calls.enter(m)))
-            self.handles.append(module.register_forward_hook(lambda m, a, o: calls.exit(m)))
+            if module not in inside:
+                self.handles += hook_module(
+                    module, lambda m, a, k: calls.enter(m), lambda m, a, o: calls.exit(m)
+                )
         for module in selected:
-            self.handles.append(module.register_forward_pre_hook(self._pre, with_kwargs=True))
-            self.handles.append(module.register_forward_hook(self._post))
+            if module not in inside:
+                self.handles += hook_module(module, self._pre, self._post)
             for pname, p in module.named_parameters(recurse=False):
                 if p in self.owner:
                     continue  # a parameter shared by two modules keeps its first owner
@@ -320,7 +339,10 @@ class ModuleHooks:
         if frame.record is None:
             return None
         record = frame.record
-        self.table.record(frame.name(), type(module).__name__, self.names.root_of.get(module, 0))
+        chunk = self.names.root_of.get(module, 0)
+        self.table.record(frame.name(), type(module).__name__, chunk)
+        for member in self._members.get(module, []) if record.name == frame.name() else []:
+            self.table.record(self.names.name(member), type(member).__name__, chunk)
         self._adopt_swapped(module)
         # Reentrant checkpointing runs the first forward without grad: the recompute's graph
         # is the one whose gradients flow, filed under the original call.

@@ -41,6 +41,7 @@ from .async_writer import AsyncWriter
 from .call_recorder import CallRecorder
 from .call_structure import CallStructure
 from .capture_state import CaptureState
+from .compiled_regions import check_roots, inside_regions
 from .errors import LoopError, TracerError
 from .inference import PlacementInference
 from .layout_note import LayoutNote
@@ -83,6 +84,7 @@ class Tracer:
     ) -> None:
         wrapped = list(model) if isinstance(model, Sequence) else [model]
         self.roots = [unwrap(m) for m in wrapped]
+        check_roots(self.roots)  # a model compiled as a whole: refused before any file
         self.optimizer = optimizer
         self.out_dir = Path(out_dir)
         self.role = role
@@ -140,7 +142,9 @@ class Tracer:
             self.writer.buffers,
             self.writer.phases,
         )
-        self.hooks.install(self.roots, self.selected)
+        # Compiled blocks are captured at their boundary only (`compiled_regions`).
+        inside = inside_regions(self.roots)
+        self.hooks.install(self.roots, self.selected, inside)
         self.opt_hooks = (
             OptimizerHooks(optimizer, self.hooks, self.state, self._after_optimizer_step)
             if optimizer is not None
@@ -149,7 +153,7 @@ class Tracer:
         # For the replay agent (ttrace.agent): how each module was called, and the optimizer's
         # state before its first step.
         self.recorder = CallRecorder(self.names, self.state)
-        self.recorder.install(self.selected)
+        self.recorder.install([m for m in self.selected if m not in inside])
         self.opt_snapshot = (
             OptimizerSnapshot(optimizer, self.state) if optimizer is not None else None
         )
