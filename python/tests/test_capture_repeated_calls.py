@@ -184,3 +184,16 @@ def test_whole_model_compiled_refused_before_the_first_step(tmp_path: Path) -> N
     assert "TracerError" in message and "compiled as a whole" in message, message[-2000:]
     assert "block.compile(fullgraph=True)" in message and "fullgraph=True" in message
     assert not (out / "manifest.json").exists() and not list(out.glob("rank-*.h5"))
+
+
+def test_reference_recompute_records_left_out(shared: Path, tmp_path: Path) -> None:
+    """A reference that recomputes, a candidate that does not: the reference's recompute
+    records have nothing to be compared with and are left out, the rest is clean."""
+    ref = capture(tmp_path / "ref-recompute", 1, "--recompute", "nonreentrant")
+    assert any(
+        m["name"].endswith("@recompute")
+        for m in json.loads((ref / "manifest.json").read_text())["modules"]
+    )
+    rc, report, text = diff(ref, shared, tmp_path)
+    clean(report, rc, text)
+    assert not [t for t in report["tensors"] if t["id"]["module"].endswith("@recompute")]

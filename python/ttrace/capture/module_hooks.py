@@ -21,6 +21,7 @@ other micro-batches' forwards (1F1B), are still filed under their own micro-batc
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -46,6 +47,8 @@ from .module_table import ModuleTable
 from .naming import ModuleNames
 from .perturbation import Perturbation
 from .phase_times import PhaseTimes
+
+log = logging.getLogger("ttrace.capture")
 
 Sink = Callable[[TensorKey, torch.Tensor, Placement | None, LayoutNote | None], None]
 
@@ -160,6 +163,7 @@ class ModuleHooks:
         self._slot_owner: dict[tuple[nn.Module, str], nn.Parameter] = {}
         self._has_swap: set[nn.Parameter] = set()
         self._members: dict[nn.Module, list[nn.Module]] = {}
+        self._unmatched: set[str] = set()
 
     # --- installation -----------------------------------------------------------------------
 
@@ -319,7 +323,18 @@ class ModuleHooks:
         first = next((a for _, a in items if isinstance(a, torch.Tensor)), None)
         key = input_key(first)
         if recompute:
+            nested = self.call_log.recomputing()
             record = self.call_log.begin_recompute(module, key)
+            name = self.names.name(module)
+            if record is None and not nested and name not in self._unmatched:
+                # Said once: a forward during backward that recomputes no call of this step
+                # (its input is not one a forward of the step was given).
+                self._unmatched.add(name)
+                log.warning(
+                    "ttrace: %s ran during backward but matches no forward call of the "
+                    "step: that forward is not captured",
+                    name,
+                )
             if record is not None and not s.wants(record.mb):
                 record = None
         else:
