@@ -197,3 +197,27 @@ def test_reference_recompute_records_left_out(shared: Path, tmp_path: Path) -> N
     rc, report, text = diff(ref, shared, tmp_path)
     clean(report, rc, text)
     assert not [t for t in report["tensors"] if t["id"]["module"].endswith("@recompute")]
+
+
+def test_compiled_blocks_against_an_eager_reference(tmp_path: Path) -> None:
+    """The user's other choice: an uncompiled reference. The blocks are compared at their
+    boundaries, the reference's activations inside them are left out with a warning that
+    says so (no dropout here: inductor draws its random numbers its own way)."""
+    ref = capture(tmp_path / "eager", 1, "--recompute", "none", "--keep", "1.0")
+    cand = capture(
+        tmp_path / "compiled", 2, "--recompute", "none", "--compile", "blocks", "--keep", "1.0"
+    )
+    rc, report, text = diff(ref, cand, tmp_path)
+    clean(report, rc, text)
+    warnings = [d for d in report["diagnostics"] if d["code"] == "compiled-blocks"]
+    assert len(warnings) == 1 and "compiled blocks" in warnings[0]["message"], text
+    assert {t["id"]["kind"] for t in tensors_of(report, "layers.0.fc1")} == {
+        "parameter",
+        "param_grad",
+        "main_grad",
+        "param_after_step",
+        "optimizer_state",
+    }
+    assert {"forward_output", "input_grad"} <= {
+        t["id"]["kind"] for t in tensors_of(report, "layers.0")
+    }

@@ -40,6 +40,9 @@ struct ModuleInfo {
     int order = 0;
     int depth = 0;
     std::string type;
+    // The compiled block this module runs inside (torch.compile): its activations are not
+    // captured, only the block's boundary. Empty when not compiled.
+    std::string compiledIn;
 };
 
 struct RankEntry {

@@ -130,8 +130,10 @@ void carryStateTerms(const std::vector<TensorId>& ids, std::size_t begin, std::s
 DiffResult diffBundles(const Bundle& referenceBundle, const Bundle& candidate,
                        const DiffOptions& options, const ProgressFn& progress,
                        const TensorResultFn& onTensor) {
-    // A candidate's recomputed forwards are compared with the reference's forward.
-    const auto view = recomputeView(referenceBundle, candidate);
+    // A candidate's recomputed forwards are compared with the reference's forward; what the
+    // candidate ran inside compiled blocks is compared at the blocks' boundaries.
+    std::size_t leftOutCompiled = 0;
+    const auto view = recomputeView(referenceBundle, candidate, &leftOutCompiled);
     const Bundle& reference = view ? *view : referenceBundle;
     std::string cacheKey;
     if (options.useCache) {
@@ -142,6 +144,15 @@ DiffResult diffBundles(const Bundle& referenceBundle, const Bundle& candidate,
         }
     }
     DiffResult result;
+    if (leftOutCompiled > 0) {
+        // The report says how the two were compared: the reference ran these modules eagerly.
+        result.diagnostics.push_back(makeWarning(
+            "compiled-blocks", candidate.dir().string(),
+            "the candidate runs modules inside compiled blocks (torch.compile): compared at "
+            "the blocks' boundaries; left out " +
+                std::to_string(leftOutCompiled) +
+                " activation tensors of the uncompiled reference inside them"));
+    }
     auto& s = result.summary;
     s.referenceDir = reference.dir().string();
     s.candidateDir = candidate.dir().string();

@@ -20,7 +20,20 @@ namespace {
 struct Unmatched {
     std::set<TensorId> candidateOnly;
     std::set<TensorId> referenceOnly;
+    std::set<TensorId> insideCompiled; // reference activations of modules compiled away
 };
+
+bool isActivation(TensorKind kind) {
+    return kind == TensorKind::ForwardInput || kind == TensorKind::ForwardOutput ||
+           kind == TensorKind::OutputGrad || kind == TensorKind::InputGrad;
+}
+
+// The candidate runs this module inside a compiled block (any call of it).
+bool compiledAway(const Manifest& candidate, const std::string& module) {
+    const auto at = module.find('@');
+    const auto* info = candidate.findModule(module.substr(0, at));
+    return info && !info->compiledIn.empty();
+}
 
 Unmatched unmatchedRecomputes(const Bundle& reference, const Bundle& candidate) {
     Unmatched out;
@@ -31,12 +44,12 @@ Unmatched unmatchedRecomputes(const Bundle& reference, const Bundle& candidate) 
         }
     }
     for (const auto& [id, shards] : reference.tensors()) {
-        if (recomputedModule(id.module).empty()) {
-            continue;
-        }
-        auto nominal = id.withVariant("nominal");
-        if (!candidate.shards(nominal)) {
+        const bool candidateHas = candidate.shards(id.withVariant("nominal")) != nullptr;
+        if (!candidateHas && !recomputedModule(id.module).empty()) {
             out.referenceOnly.insert(id);
+        } else if (!candidateHas && isActivation(id.kind) &&
+                   compiledAway(candidate.manifest(), id.module)) {
+            out.insideCompiled.insert(id);
         }
     }
     return out;
@@ -76,14 +89,24 @@ Manifest withRecomputeModules(const Manifest& manifest, const Manifest& candidat
 
 } // namespace
 
-std::shared_ptr<const Bundle> recomputeView(const Bundle& reference, const Bundle& candidate) {
+std::shared_ptr<const Bundle> recomputeView(const Bundle& reference, const Bundle& candidate,
+                                            std::size_t* leftOutCompiled) {
     const auto unmatched = unmatchedRecomputes(reference, candidate);
-    if (unmatched.candidateOnly.empty() && unmatched.referenceOnly.empty()) {
+    if (leftOutCompiled) {
+        *leftOutCompiled = 0;
+        for (const auto& id : unmatched.insideCompiled) {
+            *leftOutCompiled += id.variant == "nominal" ? 1 : 0;
+        }
+    }
+    if (unmatched.candidateOnly.empty() && unmatched.referenceOnly.empty() &&
+        unmatched.insideCompiled.empty()) {
         return nullptr;
     }
     auto index = reference.tensors();
-    for (const auto& id : unmatched.referenceOnly) {
-        index.erase(id);
+    for (const auto* ids : {&unmatched.referenceOnly, &unmatched.insideCompiled}) {
+        for (const auto& id : *ids) {
+            index.erase(id);
+        }
     }
     std::set<std::string> names;
     const auto& variants = reference.manifest().variants;

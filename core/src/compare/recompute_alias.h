@@ -23,6 +23,11 @@ std::string recomputedModule(std::string_view module);
 // `<m>@recompute` tensor the reference lacks to the reference's shards of `<m>` (with its
 // perturbed variants) and drops the reference's recompute tensors the candidate lacks. The
 // manifest gains a module entry per mapped name, at the depth of the module it recomputes.
-std::shared_ptr<const Bundle> recomputeView(const Bundle& reference, const Bundle& candidate);
+//
+// Modules the candidate runs inside a compiled block (`compiled_in` in its manifest) have no
+// activations there: the reference's activations of such modules that the candidate lacks
+// are left out too, and counted in `leftOutCompiled`.
+std::shared_ptr<const Bundle> recomputeView(const Bundle& reference, const Bundle& candidate,
+                                            std::size_t* leftOutCompiled = nullptr);
 
 } // namespace ttrace

@@ -174,6 +174,7 @@ void readModules(const json& root, const std::string& where, Manifest& m, Diagno
         mi.order = fr.optional<int>("order", order);
         mi.depth = fr.optional<int>("depth", 0);
         mi.type = fr.optional<std::string>("type", "");
+        mi.compiledIn = fr.optional<std::string>("compiled_in", "");
         m.modules.push_back(std::move(mi));
         ++order;
     }

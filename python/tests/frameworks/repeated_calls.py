@@ -30,18 +30,22 @@ BUG_SCALE = 1.0 + 1e-3
 
 
 class FeatureMask(nn.Module):
+    def __init__(self, keep: float) -> None:
+        super().__init__()
+        self.keep = keep
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        keep = (torch.rand(x.shape[-1]) < KEEP).to(x.dtype) / KEEP
+        keep = (torch.rand(x.shape[-1]) < self.keep).to(x.dtype) / self.keep
         return x * keep
 
 
 class Block(nn.Module):
-    def __init__(self, scale_second_call: bool = False) -> None:
+    def __init__(self, keep: float, scale_second_call: bool = False) -> None:
         super().__init__()
         self.norm = nn.LayerNorm(HIDDEN)
         self.fc1 = nn.Linear(HIDDEN, FFN)
         self.act = nn.GELU()
-        self.mask = FeatureMask()
+        self.mask = FeatureMask(keep)
         self.fc2 = nn.Linear(FFN, HIDDEN)
         self.scale_second_call = scale_second_call
         self.calls = 0
@@ -55,11 +59,13 @@ class Block(nn.Module):
 
 
 class Net(nn.Module):
-    def __init__(self, recompute: str, preserve_rng: bool, scale_second_call: bool) -> None:
+    def __init__(
+        self, recompute: str, preserve_rng: bool, scale_second_call: bool, keep: float
+    ) -> None:
         super().__init__()
         self.embed = nn.Embedding(VOCAB, HIDDEN)
-        self.shared = Block(scale_second_call)
-        self.layers = nn.ModuleList([Block(), Block()])
+        self.shared = Block(keep, scale_second_call)
+        self.layers = nn.ModuleList([Block(keep), Block(keep)])
         self.head = nn.Linear(HIDDEN, VOCAB)
         self.recompute = recompute
         self.preserve_rng = preserve_rng
@@ -82,6 +88,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--out", required=True)
     parser.add_argument("--recompute", choices=["none", "reentrant", "nonreentrant"])
     parser.add_argument("--compile", choices=["none", "blocks", "wrapped", "whole"], default="none")
+    # 1.0: no dropout (an eager reference then matches compiled blocks, whose random
+    # numbers inductor draws its own way)
+    parser.add_argument("--keep", type=float, default=KEEP)
     parser.add_argument("--bug", choices=["none", "second-call", "rng"], default="none")
     return parser.parse_args()
 
@@ -99,6 +108,7 @@ def main() -> None:
         args.recompute or "none",
         preserve_rng=args.bug != "rng",
         scale_second_call=candidate_bug and args.bug == "second-call",
+        keep=args.keep,
     )
     ttc.seeded_init(model, seed=0)  # ttrace
     # Per block, as torchtitan compiles: in place, or wrapped; or the whole model.

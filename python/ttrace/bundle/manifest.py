@@ -107,6 +107,8 @@ class Manifest:
                     "order": int(m["order"]),
                     "depth": int(m["depth"]),
                     "type": str(m["type"]),
+                    # optional: the compiled block the module runs inside
+                    **({"compiled_in": str(m["compiled_in"])} if m.get("compiled_in") else {}),
                 }
                 for m in sorted(self.modules, key=lambda m: int(m["order"]))
             ],

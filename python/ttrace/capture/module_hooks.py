@@ -357,7 +357,8 @@ class ModuleHooks:
         chunk = self.names.root_of.get(module, 0)
         self.table.record(frame.name(), type(module).__name__, chunk)
         for member in self._members.get(module, []) if record.name == frame.name() else []:
-            self.table.record(self.names.name(member), type(member).__name__, chunk)
+            region = self.names.name(module)
+            self.table.record(self.names.name(member), type(member).__name__, chunk, region)
         self._adopt_swapped(module)
         # Reentrant checkpointing runs the first forward without grad: the recompute's graph
         # is the one whose gradients flow, filed under the original call.
