@@ -2,7 +2,7 @@
 
 #include "compare/optimizer_conditioning.h"
 #include "compare/pair_checks.h"
-#include "compare/recompute_alias.h"
+#include "compare/reference_view.h"
 #include "compare/tensor_comparison.h"
 #include "ttrace/cache_fingerprint.h"
 #include "ttrace/capture_status.h"
@@ -133,7 +133,7 @@ DiffResult diffBundles(const Bundle& referenceBundle, const Bundle& candidate,
     // A candidate's recomputed forwards are compared with the reference's forward; what the
     // candidate ran inside compiled blocks is compared at the blocks' boundaries.
     std::size_t leftOutCompiled = 0;
-    const auto view = recomputeView(referenceBundle, candidate, &leftOutCompiled);
+    const auto view = referenceView(referenceBundle, candidate, &leftOutCompiled);
     const Bundle& reference = view ? *view : referenceBundle;
     std::string cacheKey;
     if (options.useCache) {

@@ -1,4 +1,6 @@
 #pragma once
+// The reference as a comparison with this candidate sees it.
+//
 // Activation recompute (torch.utils.checkpoint, Megatron's recompute) runs a module's forward
 // again during backward; the capture files that forward as `<module>@recompute` (format
 // version 2). A recompute must reproduce the original forward exactly, so when only the
@@ -7,6 +9,7 @@
 // nothing to be compared with and are left out.
 #include "ttrace/bundle.h"
 
+#include <cstddef>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -27,7 +30,7 @@ std::string recomputedModule(std::string_view module);
 // Modules the candidate runs inside a compiled block (`compiled_in` in its manifest) have no
 // activations there: the reference's activations of such modules that the candidate lacks
 // are left out too, and counted in `leftOutCompiled`.
-std::shared_ptr<const Bundle> recomputeView(const Bundle& reference, const Bundle& candidate,
+std::shared_ptr<const Bundle> referenceView(const Bundle& reference, const Bundle& candidate,
                                             std::size_t* leftOutCompiled = nullptr);
 
 } // namespace ttrace

@@ -1,4 +1,4 @@
-#include "compare/recompute_alias.h"
+#include "compare/reference_view.h"
 
 #include <algorithm>
 #include <set>
@@ -89,7 +89,7 @@ Manifest withRecomputeModules(const Manifest& manifest, const Manifest& candidat
 
 } // namespace
 
-std::shared_ptr<const Bundle> recomputeView(const Bundle& reference, const Bundle& candidate,
+std::shared_ptr<const Bundle> referenceView(const Bundle& reference, const Bundle& candidate,
                                             std::size_t* leftOutCompiled) {
     const auto unmatched = unmatchedRecomputes(reference, candidate);
     if (leftOutCompiled) {
