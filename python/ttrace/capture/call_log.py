@@ -31,9 +31,13 @@ def call_name(module_name: str, call: int) -> str:
     return module_name if call == 0 else f"{module_name}@call{call}"
 
 
+_GRAPH_TASK_ID = getattr(torch._C, "_current_graph_task_id", None)
+
+
 def in_backward() -> bool:
-    """Whether autograd's engine is running (a forward now is a recompute)."""
-    return torch._C._current_graph_task_id() != -1
+    """Whether autograd's engine is running (a forward now is a recompute). A torch without
+    the query (it exists since 2.1) never sees a recompute as one."""
+    return _GRAPH_TASK_ID is not None and _GRAPH_TASK_ID() != -1
 
 
 def input_key(first: torch.Tensor | None) -> tuple | None:
@@ -72,6 +76,7 @@ class CallLog:
 
     def reset(self) -> None:
         """A new step: calls of the previous one can no longer be recomputed."""
+        self._counts.clear()
         self._calls.clear()
         self._open.clear()
         self._recompute.clear()

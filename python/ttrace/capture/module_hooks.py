@@ -204,6 +204,12 @@ class ModuleHooks:
                 if p.requires_grad:
                     self.handles.append(p.register_post_accumulate_grad_hook(self._grad_hook))
 
+    def reset_calls(self) -> None:
+        """A new step: calls of the previous one are neither counted nor recomputed, and
+        calls whose post-hook never ran (an exception) are forgotten."""
+        self.call_log.reset()
+        self._inputs.clear()
+
     def remove(self) -> None:
         for h in self.handles:
             h.remove()

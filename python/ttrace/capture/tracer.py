@@ -209,7 +209,7 @@ class Tracer:
         s.explicit_mb = micro_batch
         s.reset_counters()
         self.hooks.grad_count.clear()
-        self.hooks.call_log.reset()
+        self.hooks.reset_calls()
         try:
             # Recompute runs to the end, so that every recomputed module's output is
             # compared (torch's early stop would skip the modules after the last saved
@@ -335,7 +335,7 @@ class Tracer:
             self.state.iteration += 1
             self.state.reset_counters()
             self.hooks.grad_count.clear()
-            self.hooks.call_log.reset()
+            self.hooks.reset_calls()
 
     def start(self) -> None:
         """Implicit mode (no `step()`): capture from now on; iterations count optimizer steps."""
