@@ -142,7 +142,8 @@ int fail(const MpiWorld& world, const std::string& why) {
 
 // Every process compares its share; rank 0 gathers the shares and finishes the analysis.
 int compareAndFinish(const MpiWorld& world, const cli::DiffArgs& args, const OpenedPair& pair,
-                     const std::vector<TensorId>& ids, const RootLog& log) {
+                     const Diagnostics& notes, const std::vector<TensorId>& ids,
+                     const RootLog& log) {
     const auto& ref = *pair.reference.bundle;
     const auto& cand = *pair.candidate.bundle;
     const auto shares = planTensorShares(ref, cand, ids, world.size());
@@ -171,7 +172,8 @@ int compareAndFinish(const MpiWorld& world, const cli::DiffArgs& args, const Ope
     if (!tensors) {
         return fail(world, error + "; no report written");
     }
-    auto diff = finishDiff(ref, cand, pair.options, std::move(*tensors), cancelled, cacheKey);
+    auto diff =
+        finishDiff(ref, cand, pair.options, std::move(*tensors), cancelled, cacheKey, notes);
     addOpeningDiagnostics(pair.diagnostics, diff);
     return finish(world, cli::reportDiff(diff, args, kCommand));
 }
@@ -196,11 +198,18 @@ int runMpiDiff(const MpiWorld& world, const cli::DiffArgs& args) {
     }
     log.line("opening the bundles on " + std::to_string(world.size()) + " processes");
     OpenedPair pair;
+    Diagnostics notes;
     std::vector<TensorId> ids;
     std::string failure;
     try {
         pair = openDiffPair(refDir, candDir, args.options, {});
         if (!pair.early) {
+            // Every process compares against the same view of the reference as ttrace diff.
+            auto compared = referenceForComparison(*pair.reference.bundle, *pair.candidate.bundle);
+            if (compared.view) {
+                pair.reference.bundle = std::move(compared.view);
+            }
+            notes = std::move(compared.notes);
             ids = diffTensorIds(*pair.reference.bundle, *pair.candidate.bundle, pair.options);
         }
     } catch (const std::exception& e) {
@@ -227,7 +236,7 @@ int runMpiDiff(const MpiWorld& world, const cli::DiffArgs& args) {
     if (pair.early) {
         return finish(world, world.root() ? cli::reportDiff(*pair.early, args, kCommand) : 0);
     }
-    return compareAndFinish(world, args, pair, ids, log);
+    return compareAndFinish(world, args, pair, notes, ids, log);
 }
 
 } // namespace ttrace::mpi

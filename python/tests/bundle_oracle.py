@@ -53,9 +53,9 @@ def load(bundle: Path) -> tuple[dict[str, Any], dict[str, list[Shard]]]:
         manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as error:
         raise OracleError(f"{manifest_path}: manifest.json is not valid JSON: {error}") from None
-    if manifest.get("format_version") != 1:
+    if manifest.get("format_version") not in (1, 2):
         raise OracleError(
-            f"{manifest_path}: format_version {manifest.get('format_version')}, expected 1"
+            f"{manifest_path}: format_version {manifest.get('format_version')}, expected 1 or 2"
         )
     shards: dict[str, list[Shard]] = {}
     for entry in manifest["ranks"]:

@@ -157,7 +157,7 @@ def test_root_attributes(bundle: Path) -> None:
     with h5py.File(bundle / "rank-00003.h5", "r") as f:
         attrs = dict(f.attrs)
     assert attrs["format"] == "ttrace-bundle"
-    assert attrs["format_version"] == 1 and attrs["format_version"].dtype == np.int64
+    assert attrs["format_version"] == 2 and attrs["format_version"].dtype == np.int64
     assert attrs["rank"] == 3 and attrs["world_size"] == 8 and attrs["role"] == "candidate"
     expected = {"tp": 1, "pp": 2, "dp": 0, "cp": 1, "ep": 0, "vpp": 0}
     assert {k: int(attrs[f"coord_{k}"]) for k in expected} == expected
@@ -409,7 +409,7 @@ def test_manifest_fields(bundle: Path) -> None:
     path = write_manifest(bundle, **manifest_args(list(reversed(records))))
     data = json.loads(path.read_text())
     assert path == bundle / "manifest.json"
-    assert data["format"] == "ttrace-bundle" and data["format_version"] == 1
+    assert data["format"] == "ttrace-bundle" and data["format_version"] == 2
     assert data["role"] == "candidate" and data["world_size"] == 2
     assert data["parallel"] == {"tp": 2, "pp": 1, "dp": 1, "cp": 1, "ep": 1, "vpp": 1}
     assert data["precision"] == "bf16" and data["variants"] == ["nominal"]

@@ -11,9 +11,9 @@ namespace {
 
 std::vector<ModuleInfo> modules() {
     // Execution order as capture writes it: a layer, then its children as they start.
-    return {{"embed", 0, 0, "Embedding"},  {"layer", 1, 1, "Layer"},
-            {"layer.norm", 2, 1, "Norm"},  {"layer.fc1", 3, 1, "Linear"},
-            {"layer.fc2", 4, 1, "Linear"}, {"head", 5, 2, "Linear"}};
+    return {{"embed", 0, 0, "Embedding", {}},  {"layer", 1, 1, "Layer", {}},
+            {"layer.norm", 2, 1, "Norm", {}},  {"layer.fc1", 3, 1, "Linear", {}},
+            {"layer.fc2", 4, 1, "Linear", {}}, {"head", 5, 2, "Linear", {}}};
 }
 
 TensorResult tensor(std::string module, TensorKind kind, double ratio, std::int64_t iteration = 0) {

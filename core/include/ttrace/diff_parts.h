@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -57,9 +58,21 @@ SubsetComparison compareTensorSubset(const Bundle& reference, const Bundle& cand
 // The analysis after every tensor is compared: summary, module verdicts, timeline; stores the
 // result in the summary cache under `cacheKey` (none when empty) if the bundles are unchanged.
 // `tensors` is one result per id of diffTensorIds, in that order.
+// `notes` go first in its diagnostics (and into the cache with it).
 DiffResult finishDiff(const Bundle& reference, const Bundle& candidate, const DiffOptions& options,
                       std::vector<TensorResult> tensors, bool cancelled,
-                      const std::string& cacheKey);
+                      const std::string& cacheKey, const Diagnostics& notes = {});
+
+// The reference as a comparison with this candidate sees it (compare/reference_view.h: a
+// candidate's recomputed forwards against the reference's forward, compiled blocks at their
+// boundaries): `view` is null when the reference is used as it is. `notes` are what the report
+// says about it. diffBundles applies it; a caller of the parts compares against
+// `view ? *view : reference` and gives `notes` to finishDiff.
+struct ComparedReference {
+    std::shared_ptr<const Bundle> view;
+    Diagnostics notes;
+};
+ComparedReference referenceForComparison(const Bundle& reference, const Bundle& candidate);
 
 // The problems found while opening go first; a run with errors is not clean.
 void addOpeningDiagnostics(const Diagnostics& opening, DiffResult& diff);

@@ -12,7 +12,13 @@
 
 namespace ttrace {
 
-inline constexpr int kFormatVersion = 1;
+inline constexpr int kFormatVersion = 2;
+// Version 1 (no repeated calls or recompute records) reads unchanged: version 2 only adds
+// module names of the form `<module>@call<k>` and `<module>@recompute`.
+inline constexpr int kOldestFormatVersion = 1;
+inline constexpr bool isReadableFormatVersion(std::int64_t version) {
+    return version >= kOldestFormatVersion && version <= kFormatVersion;
+}
 
 // Bounds on what a manifest may claim. Anything beyond them is a corrupt or hostile file, and
 // trusting it costs memory (a diagnostic per missing rank) or hides bugs (a depth of 100000
@@ -34,6 +40,9 @@ struct ModuleInfo {
     int order = 0;
     int depth = 0;
     std::string type;
+    // The compiled block this module runs inside (torch.compile): its activations are not
+    // captured, only the block's boundary. Empty when not compiled.
+    std::string compiledIn;
 };
 
 struct RankEntry {

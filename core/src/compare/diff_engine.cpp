@@ -3,6 +3,7 @@
 
 #include "compare/optimizer_conditioning.h"
 #include "compare/pair_checks.h"
+#include "compare/reference_view.h"
 #include "compare/tensor_comparison.h"
 #include "ttrace/cache_fingerprint.h"
 #include "ttrace/capture_status.h"
@@ -218,8 +219,9 @@ SubsetComparison compareTensorSubset(const Bundle& reference, const Bundle& cand
 
 DiffResult finishDiff(const Bundle& reference, const Bundle& candidate, const DiffOptions& options,
                       std::vector<TensorResult> tensors, bool cancelled,
-                      const std::string& cacheKey) {
+                      const std::string& cacheKey, const Diagnostics& notes) {
     DiffResult result;
+    result.diagnostics = notes;
     auto& s = result.summary;
     s.referenceDir = reference.dir().string();
     s.candidateDir = candidate.dir().string();
@@ -245,8 +247,29 @@ DiffResult finishDiff(const Bundle& reference, const Bundle& candidate, const Di
     return result;
 }
 
-DiffResult diffBundles(const Bundle& reference, const Bundle& candidate, const DiffOptions& options,
-                       const ProgressFn& progress, const TensorResultFn& onTensor) {
+ComparedReference referenceForComparison(const Bundle& reference, const Bundle& candidate) {
+    ComparedReference out;
+    std::size_t leftOutCompiled = 0;
+    out.view = referenceView(reference, candidate, &leftOutCompiled);
+    if (leftOutCompiled > 0) {
+        // The report says how the two were compared: the reference ran these modules eagerly.
+        out.notes.push_back(makeWarning(
+            "compiled-blocks", candidate.dir().string(),
+            "the candidate runs modules inside compiled blocks (torch.compile): compared at "
+            "the blocks' boundaries; left out " +
+                std::to_string(leftOutCompiled) +
+                " activation tensors of the uncompiled reference inside them"));
+    }
+    return out;
+}
+
+DiffResult diffBundles(const Bundle& referenceBundle, const Bundle& candidate,
+                       const DiffOptions& options, const ProgressFn& progress,
+                       const TensorResultFn& onTensor) {
+    // A candidate's recomputed forwards are compared with the reference's forward; what the
+    // candidate ran inside compiled blocks is compared at the blocks' boundaries.
+    const auto compared = referenceForComparison(referenceBundle, candidate);
+    const Bundle& reference = compared.view ? *compared.view : referenceBundle;
     std::string cacheKey;
     if (options.useCache) {
         cacheKey = diffCacheKey(reference.dir(), candidate.dir(), options);
@@ -258,10 +281,9 @@ DiffResult diffBundles(const Bundle& reference, const Bundle& candidate, const D
     const auto ids = tensorsToCompare(reference, candidate, options);
     std::vector<std::size_t> all(ids.size());
     std::iota(all.begin(), all.end(), std::size_t{0});
-    auto compared =
-        compareTensorSubset(reference, candidate, options, ids, all, progress, onTensor);
-    return finishDiff(reference, candidate, options, std::move(compared.tensors),
-                      compared.cancelled, cacheKey);
+    auto done = compareTensorSubset(reference, candidate, options, ids, all, progress, onTensor);
+    return finishDiff(reference, candidate, options, std::move(done.tensors), done.cancelled,
+                      cacheKey, compared.notes);
 }
 
 namespace {

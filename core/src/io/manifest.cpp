@@ -126,10 +126,11 @@ std::optional<Manifest> readTopFields(const json& root, const std::string& where
                                 "format is '" + *format + "', expected 'ttrace-bundle'"));
         return std::nullopt;
     }
-    if (*version != kFormatVersion) {
+    if (!isReadableFormatVersion(*version)) {
         out.push_back(makeError("unknown-version", where,
                                 "format_version " + std::to_string(*version) +
                                     " is not supported (this reader understands format_version " +
+                                    std::to_string(kOldestFormatVersion) + " to " +
                                     std::to_string(kFormatVersion) + ")"));
         return std::nullopt;
     }
@@ -173,6 +174,7 @@ void readModules(const json& root, const std::string& where, Manifest& m, Diagno
         mi.order = fr.optional<int>("order", order);
         mi.depth = fr.optional<int>("depth", 0);
         mi.type = fr.optional<std::string>("type", "");
+        mi.compiledIn = fr.optional<std::string>("compiled_in", "");
         m.modules.push_back(std::move(mi));
         ++order;
     }

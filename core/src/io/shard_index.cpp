@@ -137,11 +137,12 @@ bool rootMatches(const std::vector<AttrFact>& root, const Manifest& manifest,
         out.push_back(makeError("bad-format", loc, "root attribute format is not 'ttrace-bundle'"));
         return false;
     }
-    if (version.value_or(-1) != kFormatVersion) {
+    // A rank file is written with its manifest: their versions agree.
+    if (version.value_or(-1) != manifest.formatVersion) {
         out.push_back(makeError("unknown-version", loc,
                                 "format_version " + std::to_string(version.value_or(-1)) +
                                     " is not supported (expected " +
-                                    std::to_string(kFormatVersion) + ")"));
+                                    std::to_string(manifest.formatVersion) + ", as the manifest)"));
         return false;
     }
     checkRootIdentity(root, manifest, entry, loc, out);

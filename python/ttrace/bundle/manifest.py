@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 
 from .._version import __version__
 from .rank_record import RankRecord
-from .writer import COORD_NAMES, FORMAT, FORMAT_VERSION, ROLES, rank_file_name
+from .writer import COORD_NAMES, FORMAT, FORMAT_VERSION, READABLE_VERSIONS, ROLES, rank_file_name
 
 
 @dataclass
@@ -107,6 +107,8 @@ class Manifest:
                     "order": int(m["order"]),
                     "depth": int(m["depth"]),
                     "type": str(m["type"]),
+                    # optional: the compiled block the module runs inside
+                    **({"compiled_in": str(m["compiled_in"])} if m.get("compiled_in") else {}),
                 }
                 for m in sorted(self.modules, key=lambda m: int(m["order"]))
             ],
@@ -132,10 +134,10 @@ class Manifest:
     @classmethod
     def read(cls, bundle_dir: str | os.PathLike[str]) -> Manifest:
         data = json.loads((Path(bundle_dir) / cls.FILE_NAME).read_text(encoding="utf-8"))
-        if data.get("format") != FORMAT or data.get("format_version") != FORMAT_VERSION:
+        if data.get("format") != FORMAT or data.get("format_version") not in READABLE_VERSIONS:
             raise ValueError(
                 f"{Path(bundle_dir) / cls.FILE_NAME}: format_version "
-                f"{data.get('format_version')} is not {FORMAT_VERSION}"
+                f"{data.get('format_version')} is not one of {list(READABLE_VERSIONS)}"
             )
         return cls(
             role=data["role"],

@@ -27,7 +27,7 @@ from .checksum import file_checksum
 from .dtypes import DType
 from .file_locking import h5py_locking
 from .key import TensorKey
-from .writer import FORMAT, FORMAT_VERSION, rank_file_name
+from .writer import FORMAT, READABLE_VERSIONS, rank_file_name
 
 Identity = tuple[str, int, int, str, str, str]
 
@@ -72,10 +72,10 @@ class BundleReader:
         for field in ("format", "format_version", "role", "world_size", "ranks", "variants"):
             if field not in self.manifest:
                 raise BundleError(f"{manifest}: missing field {field!r}")
-        if self.manifest["format"] != FORMAT or self.manifest["format_version"] != FORMAT_VERSION:
+        version = self.manifest["format_version"]
+        if self.manifest["format"] != FORMAT or version not in READABLE_VERSIONS:
             raise BundleError(
-                f"{manifest}: format_version {self.manifest['format_version']} is not "
-                f"{FORMAT_VERSION}"
+                f"{manifest}: format_version {version} is not one of {list(READABLE_VERSIONS)}"
             )
         self.world_size = int(self.manifest["world_size"])
         self._index: dict[Identity, list[tuple[int, str]]] | None = None
@@ -300,7 +300,7 @@ class BundleReader:
                 a = f.attrs
                 for attr, want in (
                     ("format", FORMAT),
-                    ("format_version", FORMAT_VERSION),
+                    ("format_version", int(self.manifest["format_version"])),
                     ("rank", rank),
                     ("world_size", self.world_size),
                     ("role", self.manifest["role"]),

@@ -27,7 +27,10 @@ if TYPE_CHECKING:
     import torch
 
 FORMAT = "ttrace-bundle"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+# Version 2 adds records of repeated calls (`<module>@call<k>`) and of recomputed forwards
+# (`<module>@recompute`); a version 1 bundle reads unchanged.
+READABLE_VERSIONS = (1, 2)
 COORD_NAMES = ("tp", "pp", "dp", "cp", "ep", "vpp")
 ROLES = ("reference", "candidate")
 # Optional string attributes of a tensor dataset: how capture decided its placement.

@@ -14,8 +14,10 @@ from typing import Any
 import torch
 from torch import nn
 
+from .call_log import in_backward
 from .call_template import CallTemplate
 from .capture_state import CaptureState
+from .compiled_regions import hook_module
 from .naming import ModuleNames
 
 
@@ -41,8 +43,7 @@ class CallRecorder:
 
     def install(self, selected: list[nn.Module]) -> None:
         for module in selected:
-            self.handles.append(module.register_forward_pre_hook(self._pre, with_kwargs=True))
-            self.handles.append(module.register_forward_hook(self._post))
+            self.handles += hook_module(module, self._pre, self._post)
 
     def remove(self) -> None:
         for h in self.handles:
@@ -52,7 +53,8 @@ class CallRecorder:
 
     def _recording(self) -> bool:
         s = self.state
-        return s.in_step and s.variant == "nominal" and s.wants(s.forward_mb)
+        # A forward during backward is a recompute, not a call of the micro-batch.
+        return s.in_step and s.variant == "nominal" and s.wants(s.forward_mb) and not in_backward()
 
     def _pre(self, module: nn.Module, args: tuple, kwargs: dict) -> None:
         if not self._recording():

@@ -21,6 +21,7 @@ other micro-batches' forwards (1F1B), are still filed under their own micro-batc
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -32,7 +33,9 @@ from torch import nn
 from ttrace.bundle import Placement, TensorKey
 
 from .annotate import param_annotation_of
+from .call_log import RECOMPUTE_SUFFIX, CallLog, CallRecord, in_backward, input_key
 from .capture_state import CaptureState
+from .compiled_regions import hook_module
 from .dtensor_placement import is_dtensor
 from .errors import TracerError
 from .host_buffers import HostBuffers
@@ -44,6 +47,8 @@ from .module_table import ModuleTable
 from .naming import ModuleNames
 from .perturbation import Perturbation
 from .phase_times import PhaseTimes
+
+log = logging.getLogger("ttrace.capture")
 
 Sink = Callable[[TensorKey, torch.Tensor, Placement | None, LayoutNote | None], None]
 
@@ -114,6 +119,20 @@ class InputSlot:
     decided: Decision | None = None
 
 
+@dataclass
+class CallFrame:
+    """One forward call in progress: the call it is (None: a recompute that matched no
+    call, not captured), whether it is a recompute, and its inputs."""
+
+    record: CallRecord | None
+    recompute: bool
+    slots: list[InputSlot]
+
+    def name(self) -> str:
+        assert self.record is not None
+        return self.record.name + (RECOMPUTE_SUFFIX if self.recompute else "")
+
+
 class ModuleHooks:
     def __init__(
         self,
@@ -135,28 +154,48 @@ class ModuleHooks:
         self.table = table
         self.perturbation = perturbation
         self.handles: list[Any] = []
-        self._inputs: dict[nn.Module, list[list[InputSlot]]] = {}
+        self._inputs: dict[nn.Module, list[CallFrame]] = {}
+        self.call_log = CallLog()
         self.grad_count: dict[nn.Parameter, int] = {}
         self.owner: dict[nn.Parameter, tuple[nn.Module, str]] = {}
         # parameters swapped in during forward (FSDP2 unsharded) -> the original parameter
         self.swapped: dict[torch.Tensor, nn.Parameter] = {}
         self._slot_owner: dict[tuple[nn.Module, str], nn.Parameter] = {}
         self._has_swap: set[nn.Parameter] = set()
+        self._members: dict[nn.Module, list[nn.Module]] = {}
+        self._unmatched: set[str] = set()
 
     # --- installation -----------------------------------------------------------------------
 
-    def install(self, roots: list[nn.Module], selected: list[nn.Module]) -> None:
+    def install(
+        self,
+        roots: list[nn.Module],
+        selected: list[nn.Module],
+        inside: set[nn.Module] | None = None,
+    ) -> None:
+        """Hooks on `selected` modules; those `inside` a compiled region get none (their
+        parameters are still captured)."""
         calls = self.inference.calls
+        inside = inside or set()
+        # A compiled region lists the selected modules inside it in the manifest (their
+        # parameters are captured) when it runs.
+        self._members = {
+            m: [x for x in m.modules() if x in inside and x in selected]
+            for m in selected
+            if m not in inside and any(x in inside for x in m.children())
+        }
         for index, root in enumerate(roots):
             self.handles.append(
                 root.register_forward_pre_hook(self._root_pre(index), with_kwargs=True)
             )
         for module in self.names.names:
-            self.handles.append(module.register_forward_pre_hook(lambda m, a: calls.enter(m)))
-            self.handles.append(module.register_forward_hook(lambda m, a, o: calls.exit(m)))
+            if module not in inside:
+                self.handles += hook_module(
+                    module, lambda m, a, k: calls.enter(m), lambda m, a, o: calls.exit(m)
+                )
         for module in selected:
-            self.handles.append(module.register_forward_pre_hook(self._pre, with_kwargs=True))
-            self.handles.append(module.register_forward_hook(self._post))
+            if module not in inside:
+                self.handles += hook_module(module, self._pre, self._post)
             for pname, p in module.named_parameters(recurse=False):
                 if p in self.owner:
                     continue  # a parameter shared by two modules keeps its first owner
@@ -164,6 +203,12 @@ class ModuleHooks:
                 self._slot_owner[(module, pname)] = p
                 if p.requires_grad:
                     self.handles.append(p.register_post_accumulate_grad_hook(self._grad_hook))
+
+    def reset_calls(self) -> None:
+        """A new step: calls of the previous one are neither counted nor recomputed, and
+        calls whose post-hook never ran (an exception) are forgotten."""
+        self.call_log.reset()
+        self._inputs.clear()
 
     def remove(self) -> None:
         for h in self.handles:
@@ -266,58 +311,110 @@ class ModuleHooks:
             if self.names.root_of.get(module) == chunk:
                 self.emit_param(p, p, "parameter", -1)
 
-    def _active(self) -> bool:
-        s = self.state
-        return s.in_step and s.wants(s.forward_mb)
-
     def _pre(self, module: nn.Module, args: tuple, kwargs: dict[str, Any]) -> Any:
-        if not self._active():
+        s = self.state
+        recompute = in_backward()
+        if not s.in_step or not (recompute or s.wants(s.forward_mb)):
             return None
         return self._guard(
             f"forward inputs of {self.names.name(module)}",
-            lambda: self._pre_impl(module, args, kwargs),
+            lambda: self._pre_impl(module, args, kwargs, recompute),
         )
 
-    def _pre_impl(self, module: nn.Module, args: tuple, kwargs: dict[str, Any]) -> Any:
+    def _begin_call(
+        self, module: nn.Module, items: list[tuple[int | str, Any]], recompute: bool
+    ) -> CallFrame:
+        """The frame of this call: a new call of the micro-batch, or the recompute of one."""
         s = self.state
-        name = self.names.name(module)
-        self.table.record(name, type(module).__name__, self.names.root_of.get(module, 0))
+        first = next((a for _, a in items if isinstance(a, torch.Tensor)), None)
+        key = input_key(first)
+        if recompute:
+            nested = self.call_log.recomputing()
+            record = self.call_log.begin_recompute(module, key)
+            name = self.names.name(module)
+            if record is None and not nested and name not in self._unmatched:
+                # Said once: a forward during backward that recomputes no call of this step
+                # (its input is not one a forward of the step was given).
+                self._unmatched.add(name)
+                log.warning(
+                    "ttrace: %s ran during backward but matches no forward call of the "
+                    "step: that forward is not captured",
+                    name,
+                )
+            if record is not None and not s.wants(record.mb):
+                record = None
+        else:
+            step = (s.variant, s.iteration)
+            record = self.call_log.begin(module, self.names.name(module), step, s.forward_mb, key)
+            record.hooked = torch.is_grad_enabled()
+        frame = CallFrame(record, recompute, [])
+        self._inputs.setdefault(module, []).append(frame)
+        return frame
+
+    def _pre_impl(
+        self, module: nn.Module, args: tuple, kwargs: dict[str, Any], recompute: bool
+    ) -> Any:
+        s = self.state
+        items = [(i, a) for i, a in enumerate(args)] + list(kwargs.items())
+        frame = self._begin_call(module, items, recompute)
+        if frame.record is None:
+            return None
+        record = frame.record
+        chunk = self.names.root_of.get(module, 0)
+        self.table.record(frame.name(), type(module).__name__, chunk)
+        for member in self._members.get(module, []) if record.name == frame.name() else []:
+            region = self.names.name(module)
+            self.table.record(self.names.name(member), type(member).__name__, chunk, region)
         self._adopt_swapped(module)
-        slots: list[InputSlot] = []
+        # Reentrant checkpointing runs the first forward without grad: the recompute's graph
+        # is the one whose gradients flow, filed under the original call.
+        hook_grads = not recompute or not record.hooked
         new_args, new_kwargs = list(args), dict(kwargs)
         replaced = False
-        items = [(i, a) for i, a in enumerate(args)] + list(kwargs.items())
         for index, a in items:
             if not isinstance(a, torch.Tensor):
                 continue
+            # A recompute's inputs too: where it first departs from the original is the
+            # module whose recomputed output diverges from a clean recomputed input.
             host = self.host(a) if s.wants_kind("forward_input") else None
-            slot = InputSlot(index, a, host, primary=not slots)
-            slots.append(slot)
-            if a.requires_grad and a.is_floating_point() and s.wants_kind("input_grad"):
+            slot = InputSlot(index, a, host, not frame.slots)
+            frame.slots.append(slot)
+            grads = a.requires_grad and a.is_floating_point() and torch.is_grad_enabled()
+            if grads and s.wants_kind("input_grad"):
+                # The recompute gets the alias too: non-reentrant checkpointing checks that
+                # it rebuilds the same graph.
                 alias = a.view_as(a)
                 if a in self.inference.produced:
                     self.inference.alias(alias, a)
-                alias.register_hook(self._input_grad_hook(module, slot, s.forward_mb))
+                if hook_grads:
+                    alias.register_hook(self._input_grad_hook(module, slot, record))
                 if isinstance(index, int):
                     new_args[index] = alias
                 else:
                     new_kwargs[index] = alias
                 replaced = True
-        self._inputs.setdefault(module, []).append(slots)
         return (tuple(new_args), new_kwargs) if replaced else None
 
     def _post(self, module: nn.Module, args: tuple, output: Any) -> Any:
-        if not self._active():
+        stack = self._inputs.get(module)
+        if not self.state.in_step or not stack:
+            return None
+        frame = stack.pop()
+        if frame.recompute:
+            self.call_log.end_recompute()
+        else:
+            self.call_log.end(module)
+        if frame.record is None:
             return None
         return self._guard(
-            f"forward outputs of {self.names.name(module)}", lambda: self._post_impl(module, output)
+            f"forward outputs of {frame.name()}", lambda: self._post_impl(module, output, frame)
         )
 
-    def _place_inputs(self, module: nn.Module, mb: int) -> CallEntry | None:
+    def _place_inputs(self, module: nn.Module, frame: CallFrame) -> CallEntry | None:
         """Place this call's inputs (and write them); what they say about the outputs."""
-        stack = self._inputs.get(module)
-        slots = stack.pop() if stack else []
-        name = self.names.name(module)
+        slots = frame.slots
+        assert frame.record is not None
+        name, mb = frame.name(), frame.record.mb
         primary: tuple[Layout | None, tuple[int, ...]] | None = None
         replicated = seq_only = bool(slots)
         for slot in slots:
@@ -338,19 +435,23 @@ class ModuleHooks:
             return None
         return CallEntry(primary[0], primary[1], replicated, seq_only)
 
-    def _post_impl(self, module: nn.Module, output: Any) -> Any:
+    def _post_impl(self, module: nn.Module, output: Any, frame: CallFrame) -> Any:
         s = self.state
-        name = self.names.name(module)
-        mb = s.forward_mb
+        record = frame.record
+        assert record is not None
+        name, mb = frame.name(), record.mb
+        hook_grads = not frame.recompute or not record.hooked
         s.note(mb)
         replaced = None
         if s.variant_index > 0 and isinstance(output, torch.Tensor) and output.is_floating_point():
+            # By module: every call (and the recompute) of the perturbed module is perturbed.
+            base = self.names.name(module)
             if self.perturbation.module is None:
-                self.perturbation.module = name
-            if self.perturbation.module == name:
+                self.perturbation.module = base
+            if self.perturbation.module == base:
                 output = self.perturbation.apply(output, s.variant_index, s.iteration, mb)
                 replaced = output
-        entry = self._place_inputs(module, mb)
+        entry = self._place_inputs(module, frame)
         first = True
         aliases: dict[int, torch.Tensor] = {}
         for i, t in enumerate(flatten(output)):
@@ -371,8 +472,8 @@ class ModuleHooks:
                 factor = stored_scale(self.inference, "forward_output", placement, tuple(t.shape))
                 data = self.host(local, factor)
                 self.queue(self._key(mb, name, "forward_output", i), data, placement, decided.note)
-            if t.requires_grad and s.wants_kind("output_grad"):
-                t.register_hook(self._output_grad_hook(module, i, mb, decided))
+            if t.requires_grad and s.wants_kind("output_grad") and hook_grads:
+                t.register_hook(self._output_grad_hook(module, i, record, decided))
         if aliases:
             return substitute(output, aliases)
         return replaced
@@ -394,10 +495,10 @@ class ModuleHooks:
         self.queue(key, data, placement, done.note)
 
     def _output_grad_hook(
-        self, module: nn.Module, index: int, mb: int, decided: Decision
+        self, module: nn.Module, index: int, record: CallRecord, decided: Decision
     ) -> Callable:
         s = self.state
-        key = self._key(mb, self.names.name(module), "output_grad", index)
+        key = self._key(record.mb, record.name, "output_grad", index)
 
         def hook(grad: torch.Tensor) -> None:
             if s.in_step:
@@ -407,9 +508,9 @@ class ModuleHooks:
 
         return hook
 
-    def _input_grad_hook(self, module: nn.Module, slot: InputSlot, mb: int) -> Callable:
+    def _input_grad_hook(self, module: nn.Module, slot: InputSlot, record: CallRecord) -> Callable:
         s = self.state
-        key = self._key(mb, self.names.name(module), "input_grad", slot.index)
+        key = self._key(record.mb, record.name, "input_grad", slot.index)
 
         def hook(grad: torch.Tensor) -> None:
             if s.in_step:

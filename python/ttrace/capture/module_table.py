@@ -13,7 +13,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-_LAYER = re.compile(r"(?:^|\.)layers\.(\d+)(?:\.|$)")
+# `layers.3@call1`, `layers.3@recompute`: another call of a layer is at the layer's depth
+_LAYER = re.compile(r"(?:^|\.)layers\.(\d+)(?:\.|@|$)")
 
 
 @dataclass
@@ -21,15 +22,23 @@ class ModuleTable:
     # (name, type, model chunk) in first-call order on this rank
     entries: list[tuple[str, str, int]] = field(default_factory=list)
     _seen: set[str] = field(default_factory=set)
+    # module -> the compiled block it runs inside (captured at the block's boundary only)
+    compiled_in: dict[str, str] = field(default_factory=dict)
 
-    def record(self, name: str, type_name: str, chunk: int) -> None:
+    def record(self, name: str, type_name: str, chunk: int, compiled_in: str = "") -> None:
         if name not in self._seen:
             self._seen.add(name)
             self.entries.append((name, type_name, chunk))
+            if compiled_in:
+                self.compiled_in[name] = compiled_in
 
-    def export(self, pp_rank: int, pp: int) -> list[tuple[int, int, str, str]]:
-        """Picklable rows (stage position, local order, name, type) for gathering."""
-        return [(c * pp + pp_rank, i, n, t) for i, (n, t, c) in enumerate(self.entries)]
+    def export(self, pp_rank: int, pp: int) -> list[tuple[int, int, str, str, str]]:
+        """Picklable rows (stage position, local order, name, type, compiled block) for
+        gathering."""
+        return [
+            (c * pp + pp_rank, i, n, t, self.compiled_in.get(n, ""))
+            for i, (n, t, c) in enumerate(self.entries)
+        ]
 
 
 def layer_of(name: str) -> int | None:
@@ -37,13 +46,16 @@ def layer_of(name: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def merge_tables(rows_per_rank: list[list[tuple[int, int, str, str]]]) -> list[dict[str, Any]]:
+def merge_tables(rows_per_rank: list[list[tuple]]) -> list[dict[str, Any]]:
     best: dict[str, tuple[int, int, str]] = {}
+    compiled: dict[str, str] = {}
     for rows in rows_per_rank:
-        for stage, order, name, type_name in rows:
+        for stage, order, name, type_name, *block in rows:
             key = (stage, order)
             if name not in best or key < best[name][:2]:
                 best[name] = (stage, order, type_name)
+            if block and block[0]:
+                compiled[name] = block[0]
     ordered = sorted(best.items(), key=lambda kv: kv[1][:2])
     layers = [layer_of(n) for n, _ in ordered]
     known = [x for x in layers if x is not None]
@@ -56,5 +68,8 @@ def merge_tables(rows_per_rank: list[list[tuple[int, int, str, str]]]) -> list[d
             depth = layer + 1
         else:
             depth = after if seen_layer else 0
-        out.append({"name": name, "order": order, "depth": depth, "type": type_name})
+        entry: dict[str, Any] = {"name": name, "order": order, "depth": depth, "type": type_name}
+        if name in compiled:
+            entry["compiled_in"] = compiled[name]
+        out.append(entry)
     return out

@@ -14,7 +14,9 @@ root itself has a child called ``model`` (Hugging Face's ``LlamaForCausalLM.mode
 child keeps ``model`` (``model.layers.0``, as in the checkpoint) and the root is named
 ``root``, so no two modules share a name. A root wrapped in `DistributedDataParallel` is
 named through the wrapped module (``DDP(m).module`` adds no ``module.`` prefix; the same
-for Megatron-core's `DistributedDataParallel` and `Float16Module`).
+for Megatron-core's `DistributedDataParallel` and `Float16Module`). A block compiled with
+``torch.compile(block)`` is an `OptimizedModule` holding the block as ``_orig_mod``: both
+carry the block's name (``_orig_mod`` adds no name part), as in an uncompiled reference.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from torch import nn
+
+from .compiled_regions import ORIG_MOD, is_optimized_module
 
 ROOT_NAME = "model"
 ROOT_FALLBACK = "root"
@@ -112,4 +116,6 @@ def _visit(
                 part = str(list(owner.local_expert_indices)[int(child_name)])
                 expert = True
         child_full = part if depth == 0 else f"{name}.{part}"
+        if child_name == ORIG_MOD and is_optimized_module(module):
+            child_full = name
         _visit(child, child_full, chain, expert, out, root_index, depth + 1)

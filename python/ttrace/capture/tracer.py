@@ -30,6 +30,7 @@ from typing import Any
 
 import torch
 import torch.distributed as dist
+import torch.utils.checkpoint
 from torch import nn
 
 from ttrace.bundle import BundleWriter, Placement, RankRecord, TensorKey, write_manifest
@@ -41,6 +42,7 @@ from .call_recorder import CallRecorder
 from .call_structure import CallStructure
 from .capture_state import CaptureState
 from .close_rendezvous import collective_timeout, wait_for_ranks
+from .compiled_regions import check_roots, inside_regions
 from .errors import LoopError, TracerError
 from .inference import PlacementInference
 from .layout_note import LayoutNote
@@ -89,6 +91,7 @@ class Tracer:
         self.collective_timeout_s = collective_timeout(collective_timeout_s)
         wrapped = list(model) if isinstance(model, Sequence) else [model]
         self.roots = [unwrap(m) for m in wrapped]
+        check_roots(self.roots)  # a model compiled as a whole: refused before any file
         self.optimizer = optimizer
         self.out_dir = Path(out_dir)
         self.role = role
@@ -147,7 +150,9 @@ class Tracer:
             self.writer.buffers,
             self.writer.phases,
         )
-        self.hooks.install(self.roots, self.selected)
+        # Compiled blocks are captured at their boundary only (`compiled_regions`).
+        inside = inside_regions(self.roots)
+        self.hooks.install(self.roots, self.selected, inside)
         self.opt_hooks = (
             OptimizerHooks(optimizer, self.hooks, self.state, self._after_optimizer_step)
             if optimizer is not None
@@ -156,7 +161,7 @@ class Tracer:
         # For the replay agent (ttrace.agent): how each module was called, and the optimizer's
         # state before its first step.
         self.recorder = CallRecorder(self.names, self.state)
-        self.recorder.install(self.selected)
+        self.recorder.install([m for m in self.selected if m not in inside])
         self.opt_snapshot = (
             OptimizerSnapshot(optimizer, self.state) if optimizer is not None else None
         )
@@ -212,8 +217,13 @@ class Tracer:
         s.explicit_mb = micro_batch
         s.reset_counters()
         self.hooks.grad_count.clear()
+        self.hooks.reset_calls()
         try:
-            yield self
+            # Recompute runs to the end, so that every recomputed module's output is
+            # compared (torch's early stop would skip the modules after the last saved
+            # tensor); the values are the same either way.
+            with torch.utils.checkpoint.set_checkpoint_early_stop(False):
+                yield self
         except BaseException:
             # Keep what was captured before the failure: drain it to disk, then re-raise.
             with contextlib.suppress(Exception):
@@ -333,6 +343,7 @@ class Tracer:
             self.state.iteration += 1
             self.state.reset_counters()
             self.hooks.grad_count.clear()
+            self.hooks.reset_calls()
 
     def start(self) -> None:
         """Implicit mode (no `step()`): capture from now on; iterations count optimizer steps."""
