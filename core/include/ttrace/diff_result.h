@@ -8,6 +8,7 @@
 #include "ttrace/metrics.h"
 #include "ttrace/placement.h"
 #include "ttrace/shape_diagnosis.h"
+#include "ttrace/structural_change.h"
 #include "ttrace/tensor_id.h"
 #include "ttrace/tolerance.h"
 
@@ -59,6 +60,9 @@ struct TensorResult {
     InvalidReason invalid; // for invalid tensors
     std::vector<ShapeSignature> signatures; // the error's shape, for divergent tensors
     BugClassHint hint;                      // for divergent tensors; may be empty
+    // A divergence of structure (status Divergent, ratio +inf, no metrics): the module ran on
+    // both sides but this tensor is on one only, or of a shape no layout explains.
+    StructuralChange structure = StructuralChange::None;
     // Optimizer-step tensors: the per-element conditioning of the tolerance and the elements
     // that drive the ratio.
     ElementConditioning conditioning;
@@ -85,6 +89,7 @@ struct DiffSummary {
     std::string precision;
     int referenceRanks = 0, candidateRanks = 0;
     std::size_t compared = 0, divergent = 0, missing = 0, invalid = 0;
+    std::size_t structural = 0; // divergent tensors whose structure differs (counted in divergent)
     std::size_t perturbedVariants = 0;
     double maxRatio = 0.0;
     bool clean = true;

@@ -144,7 +144,7 @@ DiffResult diffBundles(const Bundle& reference, const Bundle& candidate, const D
     s.referenceRanks = reference.manifest().worldSize;
     s.candidateRanks = candidate.manifest().worldSize;
 
-    ComparisonContext ctx{reference, candidate, options.tolerance, {}, 0, {}, {}};
+    ComparisonContext ctx{reference, candidate, options.tolerance, {}, 0, {}, {}, {}};
     for (const auto& v : reference.manifest().variants) {
         if (v != "nominal") {
             ctx.perturbedVariants.push_back(v);
@@ -154,6 +154,7 @@ DiffResult diffBundles(const Bundle& reference, const Bundle& candidate, const D
     for (const auto& m : reference.manifest().modules) {
         ctx.maxDepth = std::max(ctx.maxDepth, m.depth);
     }
+    ctx.bothSides = moduleCallsOnBothSides(reference, candidate);
 
     const auto ids = tensorsToCompare(reference, candidate, options);
     result.tensors.resize(ids.size());

@@ -1,6 +1,7 @@
 #pragma once
 // Compares one logical tensor of two bundles: merge both, measure the perturbed reference's
 // noise floor, derive the tolerance, compute metrics, histogram and verdict. Private to core.
+#include "compare/structure_check.h"
 #include "ttrace/adam_conditioning.h"
 #include "ttrace/bundle.h"
 #include "ttrace/diff_result.h"
@@ -31,6 +32,7 @@ struct ComparisonContext {
     int maxDepth = 0;
     StateFloors carried; // from the previous iteration
     StateTerms carriedTerms;
+    ModuleCalls bothSides; // module calls captured on both sides (structural divergences)
 };
 
 // Holds at most the two merged nominal tensors plus one perturbed variant at a time (the

@@ -96,7 +96,10 @@ json findingsJson(const TensorResult& t) {
     }
     json hint = t.hint.text.empty() ? json(nullptr)
                                     : json{{"bug_class", t.hint.bugClass}, {"text", t.hint.text}};
-    return {{"diagnosis", sigs}, {"hint", hint}, {"invalid_reason", toJson(t.invalid)}};
+    return {{"diagnosis", sigs},
+            {"hint", hint},
+            {"invalid_reason", toJson(t.invalid)},
+            {"structure", structuralChangeName(t.structure)}};
 }
 
 void readFindings(const json& j, TensorResult& t) {
@@ -108,6 +111,10 @@ void readFindings(const json& j, TensorResult& t) {
     }
     if (j.contains("invalid_reason")) {
         t.invalid = invalidFrom(j.at("invalid_reason"));
+    }
+    if (j.contains("structure")) {
+        t.structure =
+            parseStructuralChange(j.at("structure").get<std::string>()).value_or(t.structure);
     }
 }
 
@@ -353,6 +360,7 @@ std::string diffResultToJson(const DiffResult& r, bool pretty) {
           {"divergent", s.divergent},
           {"missing", s.missing},
           {"invalid", s.invalid},
+          {"structural", s.structural},
           {"perturbed_variants", s.perturbedVariants},
           {"max_ratio", num(s.maxRatio)},
           {"clean", s.clean},
@@ -397,6 +405,7 @@ std::optional<DiffResult> diffResultFromJson(std::string_view text, std::string&
         r.summary.divergent = s.at("divergent");
         r.summary.missing = s.at("missing");
         r.summary.invalid = s.at("invalid");
+        r.summary.structural = s.value("structural", std::size_t{0});
         r.summary.perturbedVariants = s.at("perturbed_variants");
         r.summary.maxRatio = num(s.at("max_ratio"));
         r.summary.clean = s.at("clean");
