@@ -140,7 +140,11 @@ std::string describeRanks(const std::vector<int>& ranks) {
 std::string verdictLine(const DiffResult& r) {
     const auto& s = r.summary;
     switch (runVerdict(r)) {
-    case RunVerdict::Clean: return "CLEAN: every tensor is within its round-off tolerance";
+    case RunVerdict::Clean:
+        return std::string("CLEAN: every tensor is within its round-off tolerance") +
+               (r.convention ? "; the capture-side gradients after one convention factor, " +
+                                   r.convention->factorName + " (see 'convention mismatch')"
+                             : "");
     case RunVerdict::Divergent:
         return "DIVERGENT: " + std::to_string(s.divergent) +
                " tensors diverge beyond round-off; every tensor was valid";
@@ -171,6 +175,13 @@ void printDiffSummary(std::ostream& out, const DiffResult& r, std::size_t worstR
         << (s.structural ? " (" + std::to_string(s.structural) + " structural)" : "") << ", "
         << s.missing << " missing, " << s.invalid << " invalid\n";
     out << "max ratio  " << formatNumber(s.maxRatio) << " (error / tolerance; above 1 is a bug)\n";
+    if (!s.gradientConvention.empty()) {
+        out << "gradients  " << s.gradientConvention << "\n";
+    }
+    if (r.convention) {
+        out << "convention mismatch  " << r.convention->factorName << ": "
+            << r.convention->toString() << "\n";
+    }
     out << "first by kind     forward: " << withOrigin(r, r.firstForwardDivergence)
         << "   backward: " << withOrigin(r, r.firstBackwardDivergence) << "\n";
     std::vector<std::string> introduced;

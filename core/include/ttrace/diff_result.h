@@ -4,6 +4,7 @@
 #include "ttrace/bug_class.h"
 #include "ttrace/diagnostic.h"
 #include "ttrace/element_conditioning.h"
+#include "ttrace/gradient_convention.h"
 #include "ttrace/histogram.h"
 #include "ttrace/metrics.h"
 #include "ttrace/placement.h"
@@ -93,6 +94,7 @@ struct DiffSummary {
     std::size_t perturbedVariants = 0;
     double maxRatio = 0.0;
     bool clean = true;
+    std::string gradientConvention; // the candidate's recorded convention; "" when not recorded
 };
 
 // The first finding on the run's timeline: ordered by (iteration, phase, micro-batch, execution
@@ -123,6 +125,9 @@ struct DiffResult {
     // and a report must say that something earlier could not be compared, and why.
     std::optional<std::size_t> earlierUncompared;
     Diagnostics diagnostics; // problems opening/merging bundles
+    // A whole-run factor on the capture-side gradients, named once (their verdicts are taken
+    // after it); see compare/convention_check.h.
+    std::optional<ConventionMismatch> convention;
     bool cancelled = false;
 
     [[nodiscard]] const ModuleResult* module(const std::string& name) const;

@@ -1,5 +1,6 @@
 #include "ttrace/diff_engine.h"
 
+#include "compare/convention_check.h"
 #include "compare/optimizer_conditioning.h"
 #include "compare/pair_checks.h"
 #include "compare/tensor_comparison.h"
@@ -184,6 +185,10 @@ DiffResult diffBundles(const Bundle& reference, const Bundle& candidate, const D
         result.cancelled = true;
         return result;
     }
+    if (const auto& c = candidate.manifest().gradientConvention) {
+        s.gradientConvention = c->toString();
+    }
+    judgeConventionFactor(result, candidate.manifest());
     assembleVerdicts(result, reference.manifest().modules);
     // Stored only if no file changed while it was compared: the key is taken again (cheap:
     // the CRCs of files whose inode, size and times are unchanged are remembered) and must match.

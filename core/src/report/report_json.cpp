@@ -48,8 +48,13 @@ Diagnostics diagnosticsFrom(const json& j) {
 }
 
 json toJson(const ShapeSignature& s) {
-    return {{"kind", signatureKindName(s.kind)}, {"summary", s.summary}, {"evidence", s.evidence},
-            {"factor", num(s.factor)},           {"ranks", s.ranks},     {"indices", s.indices}};
+    return {{"kind", signatureKindName(s.kind)},
+            {"summary", s.summary},
+            {"evidence", s.evidence},
+            {"factor", num(s.factor)},
+            {"residual", num(s.residual)},
+            {"ranks", s.ranks},
+            {"indices", s.indices}};
 }
 
 ShapeSignature signatureFrom(const json& j) {
@@ -62,6 +67,7 @@ ShapeSignature signatureFrom(const json& j) {
     s.summary = j.at("summary");
     s.evidence = j.at("evidence");
     s.factor = num(j.at("factor"));
+    s.residual = j.contains("residual") ? num(j.at("residual")) : 0.0;
     s.ranks = j.at("ranks").get<std::vector<int>>();
     s.indices = j.at("indices").get<std::vector<std::int64_t>>();
     return s;
@@ -343,6 +349,26 @@ json firstDivergenceJson(const DiffResult& r) {
     return j;
 }
 
+json conventionJson(const std::optional<ConventionMismatch>& c) {
+    if (!c) {
+        return nullptr;
+    }
+    return {{"factor", num(c->factor)},
+            {"factor_name", c->factorName},
+            {"tensors", c->tensors},
+            {"declared", c->declared},
+            {"text", c->toString()}};
+}
+
+std::optional<ConventionMismatch> conventionFrom(const json& doc) {
+    if (!doc.contains("convention_mismatch") || !doc.at("convention_mismatch").is_object()) {
+        return std::nullopt;
+    }
+    const auto& j = doc.at("convention_mismatch");
+    return ConventionMismatch{num(j.at("factor")), j.at("factor_name"), j.at("tensors"),
+                              j.at("declared")};
+}
+
 } // namespace
 
 std::string diffResultToJson(const DiffResult& r, bool pretty) {
@@ -364,12 +390,15 @@ std::string diffResultToJson(const DiffResult& r, bool pretty) {
           {"perturbed_variants", s.perturbedVariants},
           {"max_ratio", num(s.maxRatio)},
           {"clean", s.clean},
+          {"gradient_convention",
+           s.gradientConvention.empty() ? json(nullptr) : json(s.gradientConvention)},
           {"verdict", runVerdictName(runVerdict(r))},
           {"exit_code", exitCodeFor(r)},
           {"cancelled", r.cancelled}}},
         {"first_divergence", firstDivergenceJson(r)},
         {"timeline", r.timeline},
         {"diagnostics", toJson(r.diagnostics)},
+        {"convention_mismatch", conventionJson(r.convention)},
     };
     json modules = json::array();
     for (const auto& m : r.modules) {
@@ -410,6 +439,10 @@ std::optional<DiffResult> diffResultFromJson(std::string_view text, std::string&
         r.summary.maxRatio = num(s.at("max_ratio"));
         r.summary.clean = s.at("clean");
         r.cancelled = s.at("cancelled");
+        if (s.contains("gradient_convention") && s.at("gradient_convention").is_string()) {
+            r.summary.gradientConvention = s.at("gradient_convention");
+        }
+        r.convention = conventionFrom(doc);
         const auto& first = doc.at("first_divergence");
         if (!first.at("forward").is_null()) {
             r.firstForwardDivergence = first.at("forward").get<std::string>();
