@@ -145,7 +145,7 @@ DiffResult diffBundles(const Bundle& reference, const Bundle& candidate, const D
     s.referenceRanks = reference.manifest().worldSize;
     s.candidateRanks = candidate.manifest().worldSize;
 
-    ComparisonContext ctx{reference, candidate, options.tolerance, {}, 0, {}, {}, {}};
+    ComparisonContext ctx{reference, candidate, options.tolerance, {}, 0, {}, {}, {}, false};
     for (const auto& v : reference.manifest().variants) {
         if (v != "nominal") {
             ctx.perturbedVariants.push_back(v);
@@ -156,6 +156,7 @@ DiffResult diffBundles(const Bundle& reference, const Bundle& candidate, const D
         ctx.maxDepth = std::max(ctx.maxDepth, m.depth);
     }
     ctx.bothSides = moduleCallsOnBothSides(reference, candidate);
+    ctx.shardedOptimizer = shardsOptimizerState(candidate);
 
     const auto ids = tensorsToCompare(reference, candidate, options);
     result.tensors.resize(ids.size());

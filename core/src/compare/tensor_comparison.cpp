@@ -100,7 +100,8 @@ void diagnose(const ComparisonContext& ctx, const FullTensor& ref, const FullTen
               TensorResult& r) {
     const auto parallel = parallelSizes(ctx.candidate.manifest());
     r.signatures = diagnoseShape({ref, cand, r.tolerance.value, parallel, r.findings});
-    r.hint = bugClassHint({r.id, r.signatures, parallel, ctx.reference.manifest().precision});
+    r.hint = bugClassHint({r.id, r.signatures, parallel, ctx.reference.manifest().precision,
+                           ctx.shardedOptimizer});
 }
 
 std::optional<NoiseFloor> carriedFor(const ComparisonContext& ctx, const TensorId& id) {
@@ -187,6 +188,24 @@ std::optional<NoiseFloor> stateFloor(const ComparisonContext& ctx, const TensorI
         return carryFloor(id.kind, *own, *carried);
     }
     return own;
+}
+
+bool shardsOptimizerState(const Bundle& candidate) {
+    const auto tp = candidate.manifest().parallel.find("tp");
+    const std::size_t tpSize =
+        tp == candidate.manifest().parallel.end() ? 1 : static_cast<std::size_t>(tp->second);
+    for (const auto& [id, shards] : candidate.tensors()) {
+        const bool owned = id.kind == TensorKind::OptimizerState || id.kind == TensorKind::MainGrad;
+        if (!owned || shards.empty()) {
+            continue;
+        }
+        const auto& p = shards.front().placement;
+        if (p.kind == PlacementKind::Flat ||
+            (p.combine == Combine::Copy && shards.size() > tpSize)) {
+            return true;
+        }
+    }
+    return false;
 }
 
 void recordStateFloor(const TensorId& id, const NoiseFloor& floor, StateFloors& out) {
