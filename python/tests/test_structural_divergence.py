@@ -82,3 +82,8 @@ def test_correct_candidate_stays_clean(reference: Path, tmp_path: Path) -> None:
     summary = report["summary"]
     assert (rc, summary["divergent"], summary["missing"], summary["invalid"]) == (0, 0, 0, 0), text
     assert summary["structural"] == 0 and summary["compared"] > 150, text
+    # DDP's average is the declared gradient convention, recorded with its source.
+    assert (
+        summary["gradient_convention"] == "mean, divide factor 2 (ddp: averages over its 2 ranks)"
+    )
+    assert report["convention_mismatch"] is None, text
