@@ -46,7 +46,7 @@ def test_divide_factor_read_from_fsdp2_makes_the_correct_run_clean(
     convention = json.loads((cand / "manifest.json").read_text())["gradient_convention"]
     assert convention["reduction"] == "sum" and convention["divide_factor"] == 1.0, convention
     assert convention["determined"] and convention["source"].startswith("fsdp2:"), convention
-    assert convention["declared"] == {"gradient_divide_factor": 1.0}, convention
+    assert convention["declared"] == {"gradient_divide_factor": 1.0, "reduce_dtype": None}
     rc, report, text = diff(reference, cand, tmp_path)
     summary = report["summary"]
     assert (rc, summary["divergent"], summary["missing"], summary["invalid"]) == (0, 0, 0, 0), text

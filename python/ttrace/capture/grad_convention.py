@@ -13,6 +13,7 @@ undetermined, and the gradients are taken as plain sums.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -55,9 +56,8 @@ def _is_ddp(module: nn.Module) -> bool:
     return isinstance(module, DistributedDataParallel)
 
 
-def _fsdp_factors(roots: Sequence[nn.Module]) -> list[float | None] | None:
-    """The gradient divide factor of every FSDP2 parameter group (None: FSDP2's default, an
-    average over the group), or None without FSDP2."""
+def _fsdp_groups(roots: Sequence[nn.Module]) -> list[Any] | None:
+    """Every FSDP2 parameter group of the model, or None without FSDP2."""
     try:
         from torch.distributed.fsdp import FSDPModule
     except ImportError:
@@ -65,15 +65,28 @@ def _fsdp_factors(roots: Sequence[nn.Module]) -> list[float | None] | None:
     modules = [m for r in roots for m in r.modules() if isinstance(m, FSDPModule)]
     if not modules:
         return None
-    factors: list[float | None] = []
-    for m in modules:
-        state = m._get_fsdp_state()
-        for group in state._fsdp_param_groups:
-            factors.append(getattr(group, "gradient_divide_factor", None))
-    return factors
+    return [g for m in modules for g in m._get_fsdp_state()._fsdp_param_groups]
 
 
-def _fsdp(info: ParallelInfo, factors: list[float | None]) -> GradConvention:
+def _reduce_dtype(groups: list[Any]) -> str | None:
+    """The dtype the reduce-scatter runs in when a mixed-precision policy declares one
+    (`MixedPrecisionPolicy(reduce_dtype=...)`): it rounds every reduced gradient."""
+    names = sorted({str(g.mp_policy.reduce_dtype) for g in groups if _declared_reduce(g)})
+    return ", ".join(names) if names else None
+
+
+def _declared_reduce(group: Any) -> bool:
+    policy = getattr(group, "mp_policy", None)
+    return getattr(policy, "reduce_dtype", None) is not None
+
+
+def _fsdp(info: ParallelInfo, groups: list[Any]) -> GradConvention:
+    convention = _fsdp_factor(info, [getattr(g, "gradient_divide_factor", None) for g in groups])
+    declared = {**convention.declared, "reduce_dtype": _reduce_dtype(groups)}
+    return dataclasses.replace(convention, declared=declared)
+
+
+def _fsdp_factor(info: ParallelInfo, factors: list[float | None]) -> GradConvention:
     parts = info.dp * info.cp
     distinct = sorted({f for f in factors if f is not None})
     if len(distinct) > 1 or (distinct and None in factors):
@@ -137,9 +150,9 @@ def read_convention(
     ddp = megatron_ddp(roots)
     if ddp is not None:
         return _megatron(info, ddp)
-    factors = _fsdp_factors(roots)
-    if factors:
-        return _fsdp(info, factors)
+    groups = _fsdp_groups(roots)
+    if groups:
+        return _fsdp(info, groups)
     if any(_is_ddp(r) for r in roots):
         return GradConvention("mean", float(parts), f"ddp: averages over its {parts} ranks")
     return GradConvention(
