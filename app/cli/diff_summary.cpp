@@ -27,6 +27,22 @@ std::string joined(const std::vector<std::string>& names, std::size_t max) {
     return names.size() > max ? out + ", ... (" + std::to_string(names.size()) + " modules)" : out;
 }
 
+// What differs in structure at the first divergence's module call (any of its tensors: the
+// headline may be a value that the same change made wrong), as the findings name it.
+void printStructure(std::ostream& out, const DiffResult& r, const TensorResult& first) {
+    for (const auto& t : r.tensors) {
+        if (t.structure == StructuralChange::None || t.id.module != first.id.module ||
+            t.id.iteration != first.id.iteration || t.id.microBatch != first.id.microBatch) {
+            continue;
+        }
+        for (const auto& f : t.findings) {
+            if (f.code == structuralChangeName(t.structure)) {
+                out << "  structure       " << f.code << ": " << f.message << "\n";
+            }
+        }
+    }
+}
+
 // The first divergence on the timeline, its error's shape and the bug class it suggests.
 void printFirstDivergence(std::ostream& out, const DiffResult& r) {
     const auto earlier = earlierUncomparedText(r);
@@ -48,6 +64,7 @@ void printFirstDivergence(std::ostream& out, const DiffResult& r) {
     if (!f.alsoInPhase.empty()) {
         out << "  same phase      " << joined(f.alsoInPhase, 6) << "\n";
     }
+    printStructure(out, r, t);
     for (const auto& s : t.signatures) {
         out << "  error shape     " << s.summary << " [" << s.evidence << "]\n";
     }
@@ -75,6 +92,9 @@ void printWorst(std::ostream& out, const DiffResult& r, std::size_t rows) {
             << "  " << std::left << std::setw(10) << t.tolerance.source << t.id.label() << "\n";
         if (!t.signatures.empty()) {
             out << "      shape: " << t.signatures.front().summary << "\n";
+        }
+        if (t.structure != StructuralChange::None) {
+            out << "      structure: " << structuralChangeName(t.structure) << "\n";
         }
     }
     out << std::right;
@@ -130,9 +150,17 @@ void printDiffSummary(std::ostream& out, const DiffResult& r, std::size_t worstR
         << ", " << s.perturbedVariants << " perturbed variants)\n";
     out << "candidate  " << s.candidateDir << " (" << s.candidateRanks << " rank"
         << (s.candidateRanks == 1 ? "" : "s") << ")\n";
-    out << "tensors    " << s.compared << " compared, " << s.divergent << " divergent, "
+    out << "tensors    " << s.compared << " compared, " << s.divergent << " divergent"
+        << (s.structural ? " (" + std::to_string(s.structural) + " structural)" : "") << ", "
         << s.missing << " missing, " << s.invalid << " invalid\n";
     out << "max ratio  " << formatNumber(s.maxRatio) << " (error / tolerance; above 1 is a bug)\n";
+    if (!s.gradientConvention.empty()) {
+        out << "gradients  " << s.gradientConvention << "\n";
+    }
+    if (r.convention) {
+        out << "convention mismatch  " << r.convention->factorName << ": "
+            << r.convention->toString() << "\n";
+    }
     out << "first by kind     forward: " << withOrigin(r, r.firstForwardDivergence)
         << "   backward: " << withOrigin(r, r.firstBackwardDivergence) << "\n";
     std::vector<std::string> introduced;

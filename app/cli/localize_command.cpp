@@ -126,7 +126,7 @@ int runLocalize(std::span<const std::string_view> args) {
     if (!result.problems.empty() || result.cancelled || result.undetermined()) {
         return kExitBadInput;
     }
-    return result.introduced() ? kExitDivergent : kExitOk;
+    return result.introduced() || result.enteredUnreplayed() ? kExitDivergent : kExitOk;
 }
 
 } // namespace ttrace::cli

@@ -55,9 +55,10 @@ void LocalizeTable::conclusion(const LocalizeResult& r) {
         out_ << "\nerror: " << p.toString() << "\n";
     }
     out_ << "\n"
-         << (r.introduced()     ? "INTRODUCED: "
-             : r.undetermined() ? "UNDETERMINED: "
-                                : "")
+         << (r.introduced()          ? "INTRODUCED: "
+             : r.undetermined()      ? "UNDETERMINED: "
+             : r.enteredUnreplayed() ? "DIVERGENT: "
+                                     : "")
          << localizeConclusion(r) << "\n";
 }
 

@@ -2,6 +2,7 @@
 // first divergence in time, as `ttrace diff`'s), the order it replays in, the subtree rule
 // (inherited roots are not descended into, introduced ones are narrowed to their introduced
 // children), the optimizer phases, and stopping on an agent failure or cancellation.
+#include "ttrace/replay/localize_report.h"
 #include "ttrace/replay/localize_walk.h"
 #include "ttrace/verdict.h"
 
@@ -270,6 +271,12 @@ private slots:
         ScriptedJudge agrees;
         r = walkDivergence(d, std::ref(agrees), {});
         QVERIFY(!r.introduced() && !r.undetermined());
+        // Every suspect replayed and agreeing while the diff diverges: the divergence enters
+        // where no module runs, and the conclusion says so (never "nothing introduced").
+        QVERIFY(r.enteredUnreplayed());
+        const auto text = localizeConclusion(r);
+        QVERIFY2(text.find("enters where no module runs") != std::string::npos, text.c_str());
+        QVERIFY2(text.find("nothing introduced") == std::string::npos, text.c_str());
     }
 
     void cleanDiffsAskNothing() {

@@ -85,6 +85,19 @@ private slots:
         QCOMPARE(bugClassHint({id, sigs, kLayout, fp32}).bugClass,
                  std::string("dp-grad-sum-not-mean"));
     }
+    void distributedOptimizerHintOnlyWithShardedOptimizerState() {
+        TensorId id;
+        id.module = "layers.0.mlp.fc1";
+        id.kind = TensorKind::ParamAfterStep;
+        const std::vector<ShapeSignature> none;
+        const std::string fp32 = "fp32";
+        QCOMPARE(bugClassHint({id, none, kLayout, fp32, true}).bugClass,
+                 std::string("dist-opt-wrong-offset"));
+        // Without a distributed optimizer there are no buffer offsets to get wrong.
+        const auto plain = bugClassHint({id, none, kLayout, fp32, false});
+        QVERIFY(plain.bugClass.empty());
+        QVERIFY(plain.text.find("clipping") != std::string::npos);
+    }
     void signFlip() {
         const auto r = smooth(64);
         auto c = r;

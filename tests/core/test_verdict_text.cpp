@@ -12,8 +12,10 @@ using namespace ttrace;
 namespace {
 
 std::vector<ModuleInfo> modules() {
-    return {{"embed", 0, 0, "Embedding"}, {"layer.fc1", 1, 1, "Linear"},
-            {"layer.fc2", 2, 1, "Linear"}, {"head", 3, 2, "Linear"}};
+    return {{"embed", 0, 0, "Embedding", {}},
+            {"layer.fc1", 1, 1, "Linear", {}},
+            {"layer.fc2", 2, 1, "Linear", {}},
+            {"head", 3, 2, "Linear", {}}};
 }
 
 TensorResult tensor(std::string module, TensorKind kind, double ratio) {
@@ -59,9 +61,10 @@ private slots:
             tensor("head", TensorKind::ForwardOutput, 6e4),
         };
         r.tensors[1].status = Status::Invalid;
-        r.tensors[1].findings = {makeError("hole", "tensor x", "hole: 64 of 256 elements are "
-                                                               "covered by no shard (ranks "
-                                                               "present: 0, 1, 3)")};
+        r.tensors[1].findings = {makeError("hole", "tensor x",
+                                           "hole: 64 of 256 elements are "
+                                           "covered by no shard (ranks "
+                                           "present: 0, 1, 3)")};
         r.tensors[1].invalid.referenceShape = "[8, 32]";
         r.tensors[1].invalid.candidateShape = "[8, 32]";
         r.diagnostics = {makeError("truncated", "candidate rank 2 (c/rank-00002.h5)",

@@ -20,6 +20,9 @@ struct HintContext {
     const std::vector<ShapeSignature>& signatures;
     const ParallelSizes& parallel; // candidate layout, plus "micro_batches"
     const std::string& precision;  // reference precision recipe
+    // The candidate shards its optimizer's state over data parallelism (a distributed
+    // optimizer's flat ranges, FSDP): only then can a step gather from wrong offsets.
+    bool shardedOptimizer = false;
 };
 
 BugClassHint bugClassHint(const HintContext& context);

@@ -18,9 +18,9 @@
 namespace ttrace {
 
 // Bumped whenever the engine computes anything differently, so old entries are never reused.
-// 5: placement sources; 4: optimizer-step conditioning; 3: keyed by content; 2: timeline
-// phases, ...
-inline constexpr int kDiffCacheVersion = 5;
+// 6: structural divergences and placement sources; 4: optimizer-step conditioning; 3: keyed
+// by content; 2: timeline phases, ...
+inline constexpr int kDiffCacheVersion = 6;
 // Entries kept per cache directory (the newest by modification time). Each entry is a few
 // hundred KiB of JSON; the user cache directory is shared by every bundle ever opened, so it
 // must not grow without bound.

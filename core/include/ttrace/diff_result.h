@@ -4,10 +4,12 @@
 #include "ttrace/bug_class.h"
 #include "ttrace/diagnostic.h"
 #include "ttrace/element_conditioning.h"
+#include "ttrace/gradient_convention.h"
 #include "ttrace/histogram.h"
 #include "ttrace/metrics.h"
 #include "ttrace/placement.h"
 #include "ttrace/shape_diagnosis.h"
+#include "ttrace/structural_change.h"
 #include "ttrace/tensor_id.h"
 #include "ttrace/tolerance.h"
 
@@ -61,6 +63,9 @@ struct TensorResult {
     InvalidReason invalid; // for invalid tensors
     std::vector<ShapeSignature> signatures; // the error's shape, for divergent tensors
     BugClassHint hint;                      // for divergent tensors; may be empty
+    // A divergence of structure (status Divergent, ratio +inf, no metrics): the module ran on
+    // both sides but this tensor is on one only, or of a shape no layout explains.
+    StructuralChange structure = StructuralChange::None;
     // Optimizer-step tensors: the per-element conditioning of the tolerance and the elements
     // that drive the ratio.
     ElementConditioning conditioning;
@@ -89,9 +94,11 @@ struct DiffSummary {
     std::string precision;
     int referenceRanks = 0, candidateRanks = 0;
     std::size_t compared = 0, divergent = 0, missing = 0, invalid = 0;
+    std::size_t structural = 0; // divergent tensors whose structure differs (counted in divergent)
     std::size_t perturbedVariants = 0;
     double maxRatio = 0.0;
     bool clean = true;
+    std::string gradientConvention; // the candidate's recorded convention; "" when not recorded
 };
 
 // The first finding on the run's timeline: ordered by (iteration, phase, micro-batch, execution
@@ -122,6 +129,9 @@ struct DiffResult {
     // and a report must say that something earlier could not be compared, and why.
     std::optional<std::size_t> earlierUncompared;
     Diagnostics diagnostics; // problems opening/merging bundles
+    // A whole-run factor on the capture-side gradients, named once (their verdicts are taken
+    // after it); see compare/convention_check.h.
+    std::optional<ConventionMismatch> convention;
     bool cancelled = false;
 
     [[nodiscard]] const ModuleResult* module(const std::string& name) const;

@@ -1,6 +1,7 @@
 #pragma once
 // manifest.json of a bundle: run metadata and the list of rank files.
 #include "ttrace/diagnostic.h"
+#include "ttrace/gradient_convention.h"
 #include "ttrace/optimizer_config.h"
 
 #include <cstdint>
@@ -74,6 +75,8 @@ struct Manifest {
     std::string created;
     // The optimizer's hyper-parameters per step, when the capture could record them.
     std::optional<OptimizerConfig> optimizer;
+    // How the job reduces gradients, when the capture recorded it (older bundles: not).
+    std::optional<GradientConvention> gradientConvention;
 
     [[nodiscard]] const ModuleInfo* findModule(const std::string& name) const;
 };

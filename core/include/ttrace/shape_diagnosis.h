@@ -29,6 +29,7 @@ struct ShapeSignature {
     std::string summary;  // one line, e.g. "x0.5 (= 1/dp)"
     std::string evidence; // the numbers behind it
     double factor = 0.0;  // ConstantFactor / SignFlip
+    double residual = 0.0; // ConstantFactor / SignFlip: ||cand / factor - ref|| / ||ref||
     std::vector<int> ranks;            // SliceLocal, ReplicasDisagree: the ranks that carry it
     std::vector<std::int64_t> indices; // SlicePermutation: the matching order; ZeroedRows: rows
 };

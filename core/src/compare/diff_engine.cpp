@@ -1,6 +1,7 @@
 #include "ttrace/diff_engine.h"
 #include "ttrace/diff_parts.h"
 
+#include "compare/convention_check.h"
 #include "compare/optimizer_conditioning.h"
 #include "compare/pair_checks.h"
 #include "compare/reference_view.h"
@@ -146,7 +147,7 @@ void carryStateTerms(const std::vector<TensorId>& ids, std::size_t begin, std::s
 
 ComparisonContext contextFor(const Bundle& reference, const Bundle& candidate,
                              const DiffOptions& options) {
-    ComparisonContext ctx{reference, candidate, options.tolerance, {}, 0, {}, {}};
+    ComparisonContext ctx{reference, candidate, options.tolerance, {}, 0, {}, {}, {}, false};
     for (const auto& v : reference.manifest().variants) {
         if (v != "nominal") {
             ctx.perturbedVariants.push_back(v);
@@ -155,6 +156,8 @@ ComparisonContext contextFor(const Bundle& reference, const Bundle& candidate,
     for (const auto& m : reference.manifest().modules) {
         ctx.maxDepth = std::max(ctx.maxDepth, m.depth);
     }
+    ctx.bothSides = moduleCallsOnBothSides(reference, candidate);
+    ctx.shardedOptimizer = shardsOptimizerState(candidate);
     return ctx;
 }
 
@@ -228,12 +231,18 @@ DiffResult finishDiff(const Bundle& reference, const Bundle& candidate, const Di
     s.precision = reference.manifest().precision;
     s.referenceRanks = reference.manifest().worldSize;
     s.candidateRanks = candidate.manifest().worldSize;
-    s.perturbedVariants = contextFor(reference, candidate, options).perturbedVariants.size();
+    const auto& variants = reference.manifest().variants;
+    s.perturbedVariants = static_cast<std::size_t>(std::count_if(
+        variants.begin(), variants.end(), [](const auto& v) { return v != "nominal"; }));
     result.tensors = std::move(tensors);
     if (cancelled) {
         result.cancelled = true;
         return result;
     }
+    if (const auto& c = candidate.manifest().gradientConvention) {
+        s.gradientConvention = c->toString();
+    }
+    judgeConventionFactor(result, candidate.manifest());
     assembleVerdicts(result, reference.manifest().modules);
     // Stored only if no file changed while it was compared: the key is taken again (cheap:
     // the CRCs of files whose inode, size and times are unchanged are remembered) and must match.

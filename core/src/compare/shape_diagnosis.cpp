@@ -51,6 +51,7 @@ std::optional<ShapeSignature> constantFactor(const DiagnosisInput& in, const Bou
     }
     ShapeSignature s;
     s.factor = c;
+    s.residual = residual;
     const bool flip = std::abs(c + 1.0) < 0.01;
     s.kind = flip ? SignatureKind::SignFlip : SignatureKind::ConstantFactor;
     s.summary = flip ? std::string("sign flipped (x-1)")

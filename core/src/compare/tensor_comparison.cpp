@@ -10,6 +10,7 @@
 #include "ttrace/verdict.h"
 
 #include <algorithm>
+#include <limits>
 
 namespace ttrace {
 namespace {
@@ -99,7 +100,8 @@ void diagnose(const ComparisonContext& ctx, const FullTensor& ref, const FullTen
               TensorResult& r) {
     const auto parallel = parallelSizes(ctx.candidate.manifest());
     r.signatures = diagnoseShape({ref, cand, r.tolerance.value, parallel, r.findings});
-    r.hint = bugClassHint({r.id, r.signatures, parallel, ctx.reference.manifest().precision});
+    r.hint = bugClassHint({r.id, r.signatures, parallel, ctx.reference.manifest().precision,
+                           ctx.shardedOptimizer});
 }
 
 std::optional<NoiseFloor> carriedFor(const ComparisonContext& ctx, const TensorId& id) {
@@ -128,6 +130,50 @@ double replicaRatio(const TensorResult& r, const FullTensor& cand) {
     return worst;
 }
 
+// A structural divergence: status divergent with an infinite ratio (no value can be compared,
+// and none is needed: the module's outputs differ in number or shape).
+void markStructural(TensorResult& r, StructuralChange change, std::string message) {
+    r.structure = change;
+    r.status = Status::Divergent;
+    r.ratio = std::numeric_limits<double>::infinity();
+    r.findings.push_back(makeWarning(std::string(structuralChangeName(change)),
+                                     "tensor " + r.id.path(), std::move(message)));
+}
+
+std::string slotName(const TensorId& id) {
+    return std::string(tensorKindName(id.kind)) + "[" + id.index + "]";
+}
+
+// A tensor on one side only, of a module call both sides ran.
+bool structural(const ComparisonContext& ctx, const std::vector<ShardRef>* ref,
+                const std::vector<ShardRef>* cand, TensorResult& r) {
+    const auto change = oneSidedChange(r.id, ref != nullptr, ctx.bothSides);
+    if (change == StructuralChange::None) {
+        return false;
+    }
+    const auto shape = shapeToString((ref ? ref : cand)->front().placement.globalShape);
+    markStructural(r, change,
+                   ref ? "the module ran on both sides, but the candidate's call has no " +
+                             slotName(r.id) + " (the reference's has shape " + shape + ")"
+                       : "the module ran on both sides, but only the candidate's call has a " +
+                             slotName(r.id) + " (shape " + shape + ")");
+    return true;
+}
+
+// Both sides hold the tensor, with shapes no layout of the candidate's ranks reconciles.
+bool reshaped(const ComparisonContext& ctx, const Shape& ref, const Shape& cand, TensorResult& r) {
+    const int ranks = ctx.candidate.manifest().worldSize;
+    const auto change = shapeChange(r.id.kind, ref, cand, ranks);
+    if (change == StructuralChange::None) {
+        return false;
+    }
+    markStructural(r, change,
+                   "reference shape " + shapeToString(ref) + " vs candidate shape " +
+                       shapeToString(cand) + ": no layout over the candidate's " +
+                       std::to_string(ranks) + " ranks turns one into the other");
+    return true;
+}
+
 } // namespace
 
 std::optional<NoiseFloor> stateFloor(const ComparisonContext& ctx, const TensorId& id) {
@@ -142,6 +188,24 @@ std::optional<NoiseFloor> stateFloor(const ComparisonContext& ctx, const TensorI
         return carryFloor(id.kind, *own, *carried);
     }
     return own;
+}
+
+bool shardsOptimizerState(const Bundle& candidate) {
+    const auto tp = candidate.manifest().parallel.find("tp");
+    const std::size_t tpSize =
+        tp == candidate.manifest().parallel.end() ? 1 : static_cast<std::size_t>(tp->second);
+    for (const auto& [id, shards] : candidate.tensors()) {
+        const bool owned = id.kind == TensorKind::OptimizerState || id.kind == TensorKind::MainGrad;
+        if (!owned || shards.empty()) {
+            continue;
+        }
+        const auto& p = shards.front().placement;
+        if (p.kind == PlacementKind::Flat ||
+            (p.combine == Combine::Copy && shards.size() > tpSize)) {
+            return true;
+        }
+    }
+    return false;
 }
 
 void recordStateFloor(const TensorId& id, const NoiseFloor& floor, StateFloors& out) {
@@ -180,6 +244,9 @@ TensorResult compareTensor(const ComparisonContext& ctx, const TensorId& id, boo
         r.placementSource = weakerSource(r.placementSource, s.placement.source);
     }
     if (!refShards || !candShards) {
+        if (structural(ctx, refShards, candShards, r)) {
+            return r;
+        }
         r.status = Status::Missing;
         r.invalid = invalidReason(refShards, candShards);
         r.findings.push_back(makeWarning(
@@ -194,6 +261,9 @@ TensorResult compareTensor(const ComparisonContext& ctx, const TensorId& id, boo
     auto cand = mergeTensor(ctx.candidate, id);
     appendFindings(r.findings, std::move(ref.findings), "reference");
     appendFindings(r.findings, std::move(cand.findings), "candidate");
+    if (ref.tensor && cand.tensor && reshaped(ctx, ref.tensor->shape, cand.tensor->shape, r)) {
+        return r;
+    }
     if (!ref.tensor || !cand.tensor || ref.tensor->shape != cand.tensor->shape) {
         r.status = Status::Invalid;
         r.invalid = invalidReason(refShards, candShards);

@@ -1,6 +1,7 @@
 #pragma once
 // Compares one logical tensor of two bundles: merge both, measure the perturbed reference's
 // noise floor, derive the tolerance, compute metrics, histogram and verdict. Private to core.
+#include "compare/structure_check.h"
 #include "ttrace/adam_conditioning.h"
 #include "ttrace/bundle.h"
 #include "ttrace/diff_result.h"
@@ -31,6 +32,8 @@ struct ComparisonContext {
     int maxDepth = 0;
     StateFloors carried; // from the previous iteration
     StateTerms carriedTerms;
+    ModuleCalls bothSides; // module calls captured on both sides (structural divergences)
+    bool shardedOptimizer = false; // the candidate shards optimizer state over data parallelism
 };
 
 // Holds at most the two merged nominal tensors plus one perturbed variant at a time (the
@@ -48,6 +51,11 @@ Tolerance toleranceFor(const ComparisonContext& context, const TensorId& id, DTy
 // The effective floor of a reference state tensor alone (no candidate needed): used to carry
 // floors through iterations a filtered diff does not compare.
 std::optional<NoiseFloor> stateFloor(const ComparisonContext& context, const TensorId& id);
+
+// Whether the candidate shards its optimizer's state over data parallelism: main gradients or
+// optimizer state held as flat ranges (a distributed optimizer) or in more disjoint pieces
+// than tensor parallelism makes (FSDP).
+bool shardsOptimizerState(const Bundle& candidate);
 
 // Records the effective floors of this iteration's state tensors into `out`.
 void recordStateFloor(const TensorId& id, const NoiseFloor& floor, StateFloors& out);

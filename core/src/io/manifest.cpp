@@ -2,6 +2,7 @@
 
 #include "io/manifest_checks.h"
 #include "io/manifest_fields.h"
+#include "io/manifest_convention.h"
 #include "io/manifest_optimizer.h"
 #include "io/regular_file.h"
 
@@ -336,6 +337,7 @@ std::optional<Manifest> readManifest(const std::filesystem::path& bundleDir, Dia
     }
     readModules(*root, where, *m, out);
     m->optimizer = readOptimizerSection(*root, where, out);
+    m->gradientConvention = readConventionSection(*root, where, out);
     if (!readRanks(*root, where, *m, out)) {
         return std::nullopt;
     }

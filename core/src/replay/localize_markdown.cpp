@@ -30,6 +30,25 @@ std::string cell(std::string text) {
     return text;
 }
 
+// Where a divergence that no replayed module introduces must enter, by the phase it starts in.
+std::string unreplayedEntry(const DivergenceStart& start) {
+    const char* where = "the gradient reduction, the gradient clipping (its global norm and "
+                        "coefficient) or the optimizer step of an earlier iteration";
+    if (start.phase == LocalizePhase::Reduction) {
+        where = "the gradient reduction or the gradient clipping (its global norm and "
+                "coefficient)";
+    } else if (start.phase == LocalizePhase::Step) {
+        where = "the gradient clipping (its global norm and coefficient) or the optimizer "
+                "step's own inputs (learning rate, state)";
+    }
+    return "no replayed module introduces it, yet the run diverges from iteration " +
+           std::to_string(start.iteration) + ", " +
+           std::string(localizePhaseName(start.phase)) +
+           ": every replayed module agrees given the reference's inputs, so the divergence "
+           "enters where no module runs: " +
+           where;
+}
+
 } // namespace
 
 std::string localizeConclusion(const LocalizeResult& r) {
@@ -67,6 +86,9 @@ std::string localizeConclusion(const LocalizeResult& r) {
             }
         }
         return text;
+    }
+    if (r.enteredUnreplayed()) {
+        return unreplayedEntry(*r.start);
     }
     return "nothing introduced: every replayed module agrees given the reference's inputs";
 }

@@ -111,7 +111,7 @@ std::optional<BugClassHint> fromSignatures(const HintContext& c) {
                             "tokens mixed up: the expert-parallel un-permute uses other indices "
                             "than the dispatch"};
     }
-    if (c.id.kind == TensorKind::ParamAfterStep &&
+    if (c.id.kind == TensorKind::ParamAfterStep && c.shardedOptimizer &&
         (find(s, SignatureKind::SlicePermutation) || find(s, SignatureKind::RowPermutation))) {
         return BugClassHint{"dist-opt-wrong-offset",
                             "parameter pieces swapped: gathered from wrong offsets of the "
@@ -147,10 +147,16 @@ BugClassHint fromContext(const HintContext& c) {
                 "the loss diverges under TP: vocab-parallel cross entropy normalized over one "
                 "vocabulary slice (an all-reduce is missing)"};
     }
-    if (phase == Phase::OptimizerStep) {
+    if (phase == Phase::OptimizerStep && c.shardedOptimizer) {
         return {"dist-opt-wrong-offset", "only the optimizer step diverges: the update or the "
                                          "parameter gather after it (e.g. wrong offsets in a "
                                          "distributed optimizer's buffer)"};
+    }
+    if (phase == Phase::OptimizerStep) {
+        // No sharded optimizer state: no buffer offsets to get wrong.
+        return {"", "only the optimizer step diverges: the update itself (learning rate, the "
+                    "gradient clipping coefficient and the norm it is taken from, the "
+                    "optimizer's state)"};
     }
     if (phase == Phase::GradReduction) {
         return {"", "gradients diverge only after their reduction: a missing, extra or "

@@ -49,8 +49,13 @@ Diagnostics diagnosticsFrom(const json& j) {
 }
 
 json toJson(const ShapeSignature& s) {
-    return {{"kind", signatureKindName(s.kind)}, {"summary", s.summary}, {"evidence", s.evidence},
-            {"factor", num(s.factor)},           {"ranks", s.ranks},     {"indices", s.indices}};
+    return {{"kind", signatureKindName(s.kind)},
+            {"summary", s.summary},
+            {"evidence", s.evidence},
+            {"factor", num(s.factor)},
+            {"residual", num(s.residual)},
+            {"ranks", s.ranks},
+            {"indices", s.indices}};
 }
 
 ShapeSignature signatureFrom(const json& j) {
@@ -63,6 +68,7 @@ ShapeSignature signatureFrom(const json& j) {
     s.summary = j.at("summary");
     s.evidence = j.at("evidence");
     s.factor = num(j.at("factor"));
+    s.residual = j.contains("residual") ? num(j.at("residual")) : 0.0;
     s.ranks = j.at("ranks").get<std::vector<int>>();
     s.indices = j.at("indices").get<std::vector<std::int64_t>>();
     return s;
@@ -97,7 +103,10 @@ json findingsJson(const TensorResult& t) {
     }
     json hint = t.hint.text.empty() ? json(nullptr)
                                     : json{{"bug_class", t.hint.bugClass}, {"text", t.hint.text}};
-    return {{"diagnosis", sigs}, {"hint", hint}, {"invalid_reason", toJson(t.invalid)}};
+    return {{"diagnosis", sigs},
+            {"hint", hint},
+            {"invalid_reason", toJson(t.invalid)},
+            {"structure", structuralChangeName(t.structure)}};
 }
 
 void readFindings(const json& j, TensorResult& t) {
@@ -109,6 +118,10 @@ void readFindings(const json& j, TensorResult& t) {
     }
     if (j.contains("invalid_reason")) {
         t.invalid = invalidFrom(j.at("invalid_reason"));
+    }
+    if (j.contains("structure")) {
+        t.structure =
+            parseStructuralChange(j.at("structure").get<std::string>()).value_or(t.structure);
     }
 }
 
@@ -343,6 +356,26 @@ json firstDivergenceJson(const DiffResult& r) {
     return j;
 }
 
+json conventionJson(const std::optional<ConventionMismatch>& c) {
+    if (!c) {
+        return nullptr;
+    }
+    return {{"factor", num(c->factor)},
+            {"factor_name", c->factorName},
+            {"tensors", c->tensors},
+            {"declared", c->declared},
+            {"text", c->toString()}};
+}
+
+std::optional<ConventionMismatch> conventionFrom(const json& doc) {
+    if (!doc.contains("convention_mismatch") || !doc.at("convention_mismatch").is_object()) {
+        return std::nullopt;
+    }
+    const auto& j = doc.at("convention_mismatch");
+    return ConventionMismatch{num(j.at("factor")), j.at("factor_name"), j.at("tensors"),
+                              j.at("declared")};
+}
+
 } // namespace
 
 std::string diffResultToJson(const DiffResult& r, bool pretty) {
@@ -360,15 +393,19 @@ std::string diffResultToJson(const DiffResult& r, bool pretty) {
           {"divergent", s.divergent},
           {"missing", s.missing},
           {"invalid", s.invalid},
+          {"structural", s.structural},
           {"perturbed_variants", s.perturbedVariants},
           {"max_ratio", num(s.maxRatio)},
           {"clean", s.clean},
+          {"gradient_convention",
+           s.gradientConvention.empty() ? json(nullptr) : json(s.gradientConvention)},
           {"verdict", runVerdictName(runVerdict(r))},
           {"exit_code", exitCodeFor(r)},
           {"cancelled", r.cancelled}}},
         {"first_divergence", firstDivergenceJson(r)},
         {"timeline", r.timeline},
         {"diagnostics", toJson(r.diagnostics)},
+        {"convention_mismatch", conventionJson(r.convention)},
     };
     json modules = json::array();
     for (const auto& m : r.modules) {
@@ -404,10 +441,15 @@ std::optional<DiffResult> diffResultFromJson(std::string_view text, std::string&
         r.summary.divergent = s.at("divergent");
         r.summary.missing = s.at("missing");
         r.summary.invalid = s.at("invalid");
+        r.summary.structural = s.value("structural", std::size_t{0});
         r.summary.perturbedVariants = s.at("perturbed_variants");
         r.summary.maxRatio = num(s.at("max_ratio"));
         r.summary.clean = s.at("clean");
         r.cancelled = s.at("cancelled");
+        if (s.contains("gradient_convention") && s.at("gradient_convention").is_string()) {
+            r.summary.gradientConvention = s.at("gradient_convention");
+        }
+        r.convention = conventionFrom(doc);
         const auto& first = doc.at("first_divergence");
         if (!first.at("forward").is_null()) {
             r.firstForwardDivergence = first.at("forward").get<std::string>();

@@ -156,8 +156,15 @@ std::string diffResultToMarkdown(const DiffResult& r, const MarkdownOptions& opt
        << " perturbed variants) |\n";
     md << "| candidate | `" << s.candidateDir << "` (" << s.candidateRanks << " ranks) |\n";
     md << "| precision | " << (s.precision.empty() ? "unknown" : s.precision) << " |\n";
-    md << "| tensors | " << s.compared << " compared, " << s.divergent << " divergent, "
-       << s.missing << " missing, " << s.invalid << " invalid |\n";
+    md << "| tensors | " << s.compared << " compared, " << s.divergent << " divergent ("
+       << s.structural << " structural), " << s.missing << " missing, " << s.invalid
+       << " invalid |\n";
+    if (!s.gradientConvention.empty()) {
+        md << "| gradient convention | " << cell(s.gradientConvention) << " |\n";
+    }
+    if (r.convention) {
+        md << "| convention mismatch | " << cell(r.convention->toString()) << " |\n";
+    }
     md << "| max ratio (error / tolerance) | " << formatNumber(s.maxRatio) << " |\n";
     md << "| first divergence, forward | "
        << (r.firstForwardDivergence ? "`" + *r.firstForwardDivergence + "`" : "none") << " |\n";

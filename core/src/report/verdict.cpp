@@ -298,7 +298,7 @@ void assembleVerdicts(DiffResult& result, const std::vector<ModuleInfo>& modules
               });
 
     DiffSummary& s = result.summary;
-    s.compared = s.divergent = s.missing = s.invalid = 0;
+    s.compared = s.divergent = s.missing = s.invalid = s.structural = 0;
     s.maxRatio = 0.0;
     for (std::size_t i = 0; i < result.tensors.size(); ++i) {
         const auto& t = result.tensors[i];
@@ -311,6 +311,7 @@ void assembleVerdicts(DiffResult& result, const std::vector<ModuleInfo>& modules
             s.maxRatio = std::max(s.maxRatio, t.ratio);
             m.maxRatio = std::max(m.maxRatio, t.ratio);
             s.divergent += t.status == Status::Divergent ? 1 : 0;
+            s.structural += t.structure != StructuralChange::None ? 1 : 0;
             break;
         case Status::Missing: ++s.missing; break;
         case Status::Invalid: ++s.invalid; break;

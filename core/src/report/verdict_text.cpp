@@ -43,7 +43,11 @@ std::string verdictLine(const DiffResult& r) {
         return "INVALID: not compared: " + placed(refusal->diagnostic);
     }
     switch (runVerdict(r)) {
-    case RunVerdict::Clean: return "CLEAN: every tensor is within its round-off tolerance";
+    case RunVerdict::Clean:
+        return std::string("CLEAN: every tensor is within its round-off tolerance") +
+               (r.convention ? "; the capture-side gradients after one convention factor, " +
+                                   r.convention->factorName + " (see 'convention mismatch')"
+                             : "");
     case RunVerdict::Divergent:
         return "DIVERGENT: " + std::to_string(s.divergent) +
                " tensors diverge beyond round-off; every tensor was valid";
@@ -67,8 +71,7 @@ std::string verdictLine(const DiffResult& r) {
 }
 
 std::string incompleteVerdictText(const DiffResult& r) {
-    if (r.tensors.empty() || pairRefusal(r.diagnostics) ||
-        runVerdict(r) != RunVerdict::Invalid) {
+    if (r.tensors.empty() || pairRefusal(r.diagnostics) || runVerdict(r) != RunVerdict::Invalid) {
         return {};
     }
     std::string why;

@@ -38,6 +38,9 @@ class Manifest:
     # The optimizer's hyper-parameters per captured step (Adam/AdamW only), for the diff's
     # optimizer-step tolerances.
     optimizer: dict[str, Any] | None = None
+    # How the job reduces gradients over data parallelism, and where that was read
+    # (capture/grad_convention.py); absent in bundles of older captures.
+    gradient_convention: dict[str, Any] | None = None
     producer: str = f"ttrace {__version__}"
     created: str = field(
         default_factory=lambda: datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -115,6 +118,11 @@ class Manifest:
             "iterations": [int(i) for i in self.iterations],
             "micro_batches": self.micro_batches,
             **({"optimizer": self.optimizer} if self.optimizer is not None else {}),
+            **(
+                {"gradient_convention": self.gradient_convention}
+                if self.gradient_convention is not None
+                else {}
+            ),
             "ranks": [r.to_dict() for r in sorted(self.ranks, key=lambda r: r.rank)],
             "producer": self.producer,
             "created": self.created,
@@ -152,6 +160,7 @@ class Manifest:
             perturbation=data.get("perturbation"),
             model=data.get("model", ""),
             optimizer=data.get("optimizer"),
+            gradient_convention=data.get("gradient_convention"),
             producer=data.get("producer", ""),
             created=data.get("created", ""),
         )
@@ -172,6 +181,7 @@ def write_manifest(
     perturbation: Mapping[str, Any] | None = None,
     model: str = "",
     optimizer: Mapping[str, Any] | None = None,
+    gradient_convention: Mapping[str, Any] | None = None,
 ) -> Path:
     """Write ``<bundle_dir>/manifest.json`` (rank 0 calls this after gathering RankRecords).
 
@@ -190,5 +200,6 @@ def write_manifest(
         perturbation=dict(perturbation) if perturbation is not None else None,
         model=model,
         optimizer=dict(optimizer) if optimizer is not None else None,
+        gradient_convention=dict(gradient_convention) if gradient_convention is not None else None,
     )
     return manifest.write(bundle_dir)

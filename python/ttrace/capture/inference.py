@@ -91,8 +91,9 @@ class PlacementInference:
     @property
     def grad_scale(self) -> float:
         """Factor applied to captured per-rank gradients (and per-rank losses) so that their
-        partial sums add up to the reference: 1/(dp x cp) when gradients are averaged."""
-        return 1.0 / (self.info.dp * self.info.cp) if self.info.grad_reduce == "mean" else 1.0
+        partial sums add up to the reference: 1/(dp x cp) when gradients are averaged, one
+        over the declared divide factor (`grad_convention`)."""
+        return self.info.reduction_scale(self.info.dp * self.info.cp)
 
     def style(self, module: nn.Module) -> StyleLayouts | None:
         if module not in self._styles:
@@ -409,8 +410,8 @@ class PlacementInference:
         """(local tensor, placement, scale) of `tensor`, a parameter-shaped tensor of `param`
         (the parameter itself, its gradient, its main gradient, its optimizer state).
 
-        `scale` multiplies captured per-rank gradients when the program averages them
-        (ParallelInfo.grad_reduce == "mean"), so that partial sums add up to the reference.
+        `scale` multiplies captured per-rank gradients by the reduction's convention
+        (`ParallelInfo.reduction_scale`), so that partial sums add up to the reference.
         """
         ann = annotation_of(param)
         if isinstance(ann, Placement):
@@ -420,7 +421,7 @@ class PlacementInference:
             local, placement = dtensor_placement(tensor)
             outer = self.outer(tensor.device_mesh)
             partial = kind == "param_grad"
-            scale = 1.0 / outer.parts if partial and self.info.grad_reduce == "mean" else 1.0
+            scale = self.info.reduction_scale(outer.parts) if partial else 1.0
             placement = compose_parameter(placement, outer, partial).with_source("declared")
             return local, placement, scale
         placement, scale = self.param_placement(param, tuple(tensor.shape), owner, kind)
@@ -508,7 +509,7 @@ class PlacementInference:
                 # Averaging divides by the data-parallel count only; sequence-parallel partial
                 # sums over tp are plain sums either way.
                 data = math.prod(n for n, _ in data_groups)
-                scale = 1.0 / data if info.grad_reduce == "mean" else 1.0
+                scale = info.reduction_scale(data)
                 return placement_from_dims(shape, dims, "sum", index), scale
         combine = "replica" if replicas > 1 else "copy"
         return placement_from_dims(shape, dims, combine), 1.0

@@ -10,8 +10,9 @@ convention when it does not say.
   (`ParallelInfo.from_mesh`);
 - other DTensor parameters (torch `parallelize_module`, transformers' `tp_plan`): tensor
   parallelism over their 1-d mesh.
-Both DDP and FSDP2 average gradients by default, so with either `grad_reduce` defaults to
-"mean" (a textbook per-rank mean loss is then clean); otherwise to "sum".
+How gradients are reduced (`grad_reduce`) comes from `grad_convention`: what the program
+declares, else its wrapper's settings (DDP averages; FSDP2 averages unless its gradient divide
+factor says otherwise; Megatron-core averages unless the loss is normalized per token).
 
 The batch dimension DDP declares (`DistributedDataParallel(dim=0)`, the dimension it would
 scatter inputs along) is the one data parallelism splits: with it, a run that does not set
@@ -29,6 +30,7 @@ from typing import Any
 from torch import nn
 
 from .dtensor_placement import is_dtensor
+from .grad_convention import GradConvention, read_convention
 from .megatron_parallel import megatron_parallel
 from .parallel_info import ParallelInfo
 
@@ -112,13 +114,16 @@ def declared_batch_dim(roots: Sequence[nn.Module]) -> int | None:
 
 def resolve_parallel(
     given: ParallelInfo | None, roots: Sequence[nn.Module], rank: int, world_size: int
-) -> ParallelInfo:
+) -> tuple[ParallelInfo, GradConvention]:
+    """The layout and the gradient convention (`grad_convention`): what the program
+    declares in `given` first, then what its wrappers say."""
     info = given if given is not None else detect_parallel(roots, rank, world_size)
     if info.batch_dim is None and info.seq_dim is None:
         batch_dim = declared_batch_dim(roots)
         if batch_dim is not None:
             info = dataclasses.replace(info, batch_dim=batch_dim)
-    if info.grad_reduce is None:
-        averaging = any(_is_ddp(r) for r in roots) or bool(_fsdp_modules(roots))
-        info = dataclasses.replace(info, grad_reduce="mean" if averaging else "sum")
-    return info
+    declared = given.grad_reduce if given is not None else None
+    convention = read_convention(roots, info, declared)
+    factor = convention.divide_factor if convention.reduction == "divide" else None
+    info = dataclasses.replace(info, grad_reduce=convention.grad_reduce, grad_divide_factor=factor)
+    return info, convention

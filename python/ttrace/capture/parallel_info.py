@@ -23,6 +23,8 @@ class ParallelInfo:
     is then a true partial sum of the reference gradient), ``"mean"`` when it is normalized
     per rank and gradients are averaged (Megatron's default); then captured per-rank
     gradients are divided by the number of partials, which is exact for powers of two.
+    ``grad_divide_factor``, when set, is what the reduction divides the sum of the per-rank
+    gradients by instead (FSDP2's `set_gradient_divide_factor`); see `grad_convention`.
     """
 
     tp: int = 1
@@ -40,6 +42,7 @@ class ParallelInfo:
     batch_dim: int | None = None
     cp_layout: str = "two_chunk"  # or "contiguous"
     grad_reduce: str | None = None
+    grad_divide_factor: float | None = None
 
     def __post_init__(self) -> None:
         for name in COORDS:
@@ -65,6 +68,15 @@ class ParallelInfo:
             )
         if self.grad_reduce not in (None, "sum", "mean"):
             raise ValueError(f"grad_reduce must be 'sum' or 'mean', not {self.grad_reduce!r}")
+        if self.grad_divide_factor is not None and not self.grad_divide_factor > 0:
+            raise ValueError(f"grad_divide_factor={self.grad_divide_factor} must be > 0")
+
+    def reduction_scale(self, parts: int) -> float:
+        """Factor on a captured per-rank gradient, one of `parts` data-parallel partials,
+        so that the partials add up to the reference's gradient."""
+        if self.grad_divide_factor is not None:
+            return 1.0 / self.grad_divide_factor
+        return 1.0 / parts if self.grad_reduce == "mean" else 1.0
 
     @property
     def ep_rank(self) -> int:

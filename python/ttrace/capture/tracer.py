@@ -104,7 +104,9 @@ class Tracer:
         self.world_size = (
             world_size if world_size is not None else (dist.get_world_size() if distributed else 1)
         )
-        self.parallel = resolve_parallel(parallel, wrapped, self.rank, self.world_size)
+        self.parallel, self.grad_convention = resolve_parallel(
+            parallel, wrapped, self.rank, self.world_size
+        )
         self.perturbation = (
             perturbations
             if isinstance(perturbations, Perturbation)
@@ -455,6 +457,7 @@ class Tracer:
             perturbation=next((p[4] for p in gathered if p[4]), None),
             model=self.model_name,
             optimizer=merge_sections([p[6] for p in gathered]),
+            gradient_convention=self.grad_convention.manifest_section(max_mb + 1),
         )
         remove_status_records(self.out_dir, self.world_size)
 

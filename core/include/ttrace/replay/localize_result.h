@@ -82,6 +82,13 @@ struct LocalizeResult {
         }
         return false;
     }
+    // Something diverges, every suspect was replayed and agrees given the reference's inputs,
+    // and no phase or entry holds it: the divergence enters where no replayed module runs (the
+    // gradient reduction, the gradient clipping, the optimizer step). A divergence, never
+    // "nothing introduced".
+    [[nodiscard]] bool enteredUnreplayed() const {
+        return start && !introduced() && !undetermined() && problems.empty() && !cancelled;
+    }
 };
 
 } // namespace ttrace::replay
