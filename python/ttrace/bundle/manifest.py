@@ -38,6 +38,9 @@ class Manifest:
     # The optimizer's hyper-parameters per captured step (Adam/AdamW only), for the diff's
     # optimizer-step tolerances.
     optimizer: dict[str, Any] | None = None
+    # What a relaunch from the bundles needs (`ttrace serve`): launch, code fingerprint,
+    # call templates, buffer digests. Candidates only; absent in older bundles.
+    replay: dict[str, Any] | None = None
     producer: str = f"ttrace {__version__}"
     created: str = field(
         default_factory=lambda: datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -113,6 +116,7 @@ class Manifest:
             "iterations": [int(i) for i in self.iterations],
             "micro_batches": self.micro_batches,
             **({"optimizer": self.optimizer} if self.optimizer is not None else {}),
+            **({"replay": self.replay} if self.replay is not None else {}),
             "ranks": [r.to_dict() for r in sorted(self.ranks, key=lambda r: r.rank)],
             "producer": self.producer,
             "created": self.created,
@@ -150,6 +154,7 @@ class Manifest:
             perturbation=data.get("perturbation"),
             model=data.get("model", ""),
             optimizer=data.get("optimizer"),
+            replay=data.get("replay"),
             producer=data.get("producer", ""),
             created=data.get("created", ""),
         )
@@ -170,6 +175,7 @@ def write_manifest(
     perturbation: Mapping[str, Any] | None = None,
     model: str = "",
     optimizer: Mapping[str, Any] | None = None,
+    replay: Mapping[str, Any] | None = None,
 ) -> Path:
     """Write ``<bundle_dir>/manifest.json`` (rank 0 calls this after gathering RankRecords).
 
@@ -188,5 +194,6 @@ def write_manifest(
         perturbation=dict(perturbation) if perturbation is not None else None,
         model=model,
         optimizer=dict(optimizer) if optimizer is not None else None,
+        replay=dict(replay) if replay is not None else None,
     )
     return manifest.write(bundle_dir)
