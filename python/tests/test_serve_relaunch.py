@@ -26,6 +26,9 @@ from cli_paths import ttrace_binary
 from serve_job import RelaunchJob
 from torch import nn
 
+from ttrace.agent.relaunch import RelaunchError, check_layout
+from ttrace.agent.relaunch_command import RelaunchCommandError, relaunch_command
+from ttrace.capture import Tracer
 from ttrace.capture.call_record import decode_template, encode_template
 from ttrace.capture.call_template import CallTemplate
 from ttrace.capture.launch_record import numeric_env
@@ -130,14 +133,22 @@ def verdicts(report: dict) -> list[tuple]:
     ]
 
 
-ZOO = ["vocab-ce-missing-allreduce", "sp-norm-grad-not-reduced"]
+TP2_DP2 = ("--tp", "2", "--dp", "2")
+ZOO = {  # bug: (ranks, layout)
+    "vocab-ce-missing-allreduce": (4, TP2_DP2),
+    "sp-norm-grad-not-reduced": (4, TP2_DP2),
+    "dist-opt-wrong-offset": (2, ("--dp", "2", "--dist-optimizer")),
+    "cp-attn-backward": (2, ("--cp", "2")),
+}
 
 
-@pytest.mark.parametrize("bug", ZOO)
+@pytest.mark.parametrize("bug", list(ZOO))
 def test_serve_gives_the_live_jobs_verdicts(tmp_path: Path, reference: Path, bug: str) -> None:
-    layout = ("--tp", "2", "--dp", "2", "--inject", bug)
+    nproc, layout = ZOO[bug]
     more_env = {**SECRETS, "NCCL_ALGO": "Ring"}
-    live = ServingJob(tmp_path / "live", reference, 4, *layout, more_env=more_env)
+    live = ServingJob(
+        tmp_path / "live", reference, nproc, *layout, "--inject", bug, more_env=more_env
+    )
     try:
         endpoint, _ = live.wait_serving()
         rc_live, live_report, text = localize(
@@ -288,6 +299,30 @@ def test_changed_model_file_is_reported(
     finally:
         norm.write_text(original)
         job.kill()
+
+
+def test_launch_is_replaced_and_multi_node_needs_it(tmp_path: Path, tp2_bundle: Path) -> None:
+    manifest = json.loads((tp2_bundle / "manifest.json").read_text())
+    launch = ["srun", "-n", "2", "python"]
+    command = relaunch_command(manifest, tp2_bundle, tp2_bundle, launch, {}, cwd=tmp_path)
+    assert command.argv[:4] == launch
+    assert command.argv[4:] == manifest["replay"]["launch"]["argv"]
+    assert command.env["TTRACE_REPLAY"] == "1" and "TTRACE_SERVE" not in command.env
+    manifest["replay"]["launch"]["launcher"].update(nnodes=2, local_world_size=1)
+    with pytest.raises(RelaunchCommandError, match="give the launcher after `--`"):
+        relaunch_command(manifest, tp2_bundle, tp2_bundle, [], {}, cwd=tmp_path)
+
+
+def test_relaunch_with_another_world_size_is_refused(tp2_bundle: Path) -> None:
+    """The check every relaunched rank makes before serving, on a real one-process Tracer."""
+    model = nn.Sequential(nn.Linear(4, 4))
+    tracer = Tracer(model, None, tp2_bundle.parent / "unused", role="candidate")
+    try:
+        manifest = json.loads((tp2_bundle / "manifest.json").read_text())
+        with pytest.raises(RelaunchError, match="has 2 ranks, this relaunch 1"):
+            check_layout(tracer, manifest)
+    finally:
+        tracer.close()
 
 
 def test_rank_killed_mid_replay_is_a_clear_error(

@@ -23,9 +23,10 @@ import torch.distributed as dist
 from ttrace.capture.call_record import decode_template
 from ttrace.capture.call_recorder import CallRecorder
 from ttrace.capture.code_fingerprint import code_changes, code_fingerprint, merge_fingerprints
+from ttrace.capture.grad_views import make_view
 from ttrace.capture.module_hooks import ModuleHooks
 from ttrace.capture.optimizer_snapshot import OptimizerSnapshot
-from ttrace.capture.replay_record import module_buffers
+from ttrace.capture.replay_record import grad_owners, module_buffers
 
 from .agent import serve
 from .rank_channel import RankChannel
@@ -57,7 +58,7 @@ def _replay_section(candidate: Path) -> dict[str, Any]:
     return manifest
 
 
-def _check_layout(tracer: Any, manifest: dict[str, Any]) -> None:
+def check_layout(tracer: Any, manifest: dict[str, Any]) -> None:
     if int(manifest["world_size"]) != tracer.world_size:
         raise RelaunchError(
             f"the candidate bundle has {manifest['world_size']} ranks, this relaunch "
@@ -108,20 +109,29 @@ def _recorded_calls(tracer: Any, rank_record: dict[str, Any]) -> CallRecorder:
     return recorder
 
 
-def _restore_main_grad_attrs(tracer: Any, kinds: dict[str, str]) -> None:
-    """Give parameters the `main_grad` attribute the job's training had created (its
-    optimizer reads it; the step replay feeds it). A gradient buffer's view cannot be made
-    again: such a parameter gets a plain tensor, which a ZeRO step replay refuses by name."""
+def _restore_main_grads(tracer: Any, records: dict[str, dict[str, Any]]) -> None:
+    """Give parameters the `main_grad` the job's training had made (its optimizer reads it;
+    the step replay feeds it): None, a tensor, or a view of the same buffer of the relaunch's
+    optimizer. A view that cannot be made again is a plain tensor, which a distributed
+    optimizer's step replay refuses by name."""
+    owners = grad_owners(tracer)
     for p, (module, pname) in tracer.hooks.owner.items():
-        kind = kinds.get(f"{tracer.names.name(module)}.{pname}")
-        if kind is None or hasattr(p, "main_grad"):
+        record = records.get(f"{tracer.names.name(module)}.{pname}")
+        if record is None or hasattr(p, "main_grad"):
             continue
-        p.main_grad = None if kind == "none" else torch.zeros_like(p, dtype=torch.float32)
+        kind = record.get("kind")
+        view = None
+        if kind == "view" and record.get("owner") in owners:
+            view = make_view(p, owners[record["owner"]], record)
+        if kind == "none":
+            p.main_grad = None
+        else:
+            p.main_grad = view if view is not None else torch.zeros_like(p, dtype=torch.float32)
 
 
 def _prepare(tracer: Any, optimizer: Any, candidate: Path) -> dict[str, Any]:
     manifest = _replay_section(candidate)
-    _check_layout(tracer, manifest)
+    check_layout(tracer, manifest)
     replay = manifest["replay"]
     rank_record = next(r for r in replay["ranks"] if int(r["rank"]) == tracer.rank)
     tracer.out_dir = candidate
@@ -130,7 +140,7 @@ def _prepare(tracer: Any, optimizer: Any, candidate: Path) -> dict[str, Any]:
     )
     tracer.hooks.install(tracer.roots, tracer.selected)  # names the parameters
     tracer.hooks.remove()
-    _restore_main_grad_attrs(tracer, rank_record.get("main_grad", {}))
+    _restore_main_grads(tracer, rank_record.get("main_grad", {}))
     tracer.recorder = _recorded_calls(tracer, rank_record)
     tracer.opt_snapshot = None
     if optimizer is not None:

@@ -24,6 +24,7 @@ from torch import nn
 
 from .call_record import encode_template
 from .code_fingerprint import code_fingerprint, merge_fingerprints
+from .grad_views import locate_view
 from .launch_record import launch_record
 
 log = logging.getLogger("ttrace.capture")
@@ -45,14 +46,30 @@ def module_buffers(names: Any, selected: Sequence[nn.Module]) -> dict[str, dict[
     return out
 
 
-def main_grad_kinds(tracer: Any) -> dict[str, str]:
-    """{"module.param": "none" | "tensor"} for parameters that carry a Megatron-style
-    `main_grad` attribute (programs whose optimizer reads it; a relaunch creates it)."""
-    out: dict[str, str] = {}
+def grad_owners(tracer: Any) -> dict[str, Any]:
+    """Where a `main_grad` buffer may live: the optimizer, the model roots."""
+    owners: dict[str, Any] = {f"root:{i}": r for i, r in enumerate(tracer.roots)}
+    if tracer.optimizer is not None:
+        owners = {"optimizer": tracer.optimizer, **owners}
+    return owners
+
+
+def main_grads(tracer: Any) -> dict[str, dict[str, Any]]:
+    """{"module.param": {"kind": "none" | "tensor" | "view", ...}} for parameters that carry
+    a Megatron-style `main_grad` (the job's optimizer reads it; a relaunch makes it again,
+    as a view of the same buffer where it was one, `grad_views`)."""
+    out: dict[str, dict[str, Any]] = {}
+    owners = grad_owners(tracer)
     for p, (module, pname) in tracer.hooks.owner.items():
-        if hasattr(p, "main_grad"):
-            kind = "none" if p.main_grad is None else "tensor"
-            out[f"{tracer.names.name(module)}.{pname}"] = kind
+        if not hasattr(p, "main_grad"):
+            continue
+        main = p.main_grad
+        entry: dict[str, Any] = {"kind": "none" if main is None else "tensor"}
+        if isinstance(main, torch.Tensor):
+            view = locate_view(main, owners)
+            if view is not None:
+                entry = {"kind": "view", **view}
+        out[f"{tracer.names.name(module)}.{pname}"] = entry
     return out
 
 
@@ -85,7 +102,7 @@ def _rank_record(tracer: Any) -> dict[str, Any]:
         "calls": calls,
         "templates": templates,
         "buffers": module_buffers(tracer.names, tracer.selected),
-        "main_grad": main_grad_kinds(tracer),
+        "main_grad": main_grads(tracer),
         "first_step": snap.iteration if snap is not None else None,
         "code": code_fingerprint(tracer.roots),
     }
