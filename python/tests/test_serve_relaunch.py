@@ -325,6 +325,24 @@ def test_relaunch_with_another_world_size_is_refused(tp2_bundle: Path) -> None:
         tracer.close()
 
 
+def test_malformed_replay_record_is_a_clear_error(
+    tmp_path: Path, reference: Path, tp2_bundle: Path, code_tree: Path
+) -> None:
+    broken = tmp_path / "candidate"
+    shutil.copytree(tp2_bundle, broken)
+    manifest = json.loads((broken / "manifest.json").read_text())
+    manifest["replay"]["ranks"][1]["calls"] = {"embedding": [[0, 0, 99]]}  # no such template
+    (broken / "manifest.json").write_text(json.dumps(manifest))
+    job = RelaunchJob(tmp_path / "serve", reference, broken, pythonpath=code_tree)
+    try:
+        assert job.proc.wait(timeout=180) != 0
+        output = job.output()
+        assert f"{broken / 'manifest.json'}: its `replay` section is malformed" in output, output
+        assert not job.endpoint_file.exists()
+    finally:
+        job.kill()
+
+
 def test_rank_killed_mid_replay_is_a_clear_error(
     tmp_path: Path, reference: Path, tp2_bundle: Path, code_tree: Path
 ) -> None:

@@ -169,6 +169,13 @@ def serve_relaunched(tracer: Any, optimizer: Any) -> NoReturn:
     replay: dict[str, Any] = {}
     try:
         replay = _prepare(tracer, optimizer, candidate)
+    except RelaunchError as exc:
+        failure = exc
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
+        failure = RelaunchError(
+            f"{candidate / 'manifest.json'}: its `replay` section is malformed "
+            f"({type(exc).__name__}: {exc})"
+        )
     except Exception as exc:
         failure = exc
     _, stop = channel.sync(0, failure is not None)
