@@ -378,7 +378,10 @@ def test_rank_killed_mid_replay_is_a_clear_error(
         output, _ = localize_proc.communicate(timeout=120)
         elapsed = time.monotonic() - started
         assert localize_proc.returncode == 2, output
-        assert "stopped answering" in output or "replay_failed" in output, output
+        # Whichever the client sees first: the connection dropping as the agent exits, its
+        # pings going unanswered, or the agent's own replay_failed answer.
+        clear = ("dropped (the agent exited", "stopped answering", "replay_failed")
+        assert any(c in output for c in clear), output
         assert elapsed < 90, f"localize took {elapsed:.0f} s to notice"
         assert job.proc.wait(timeout=60) != 0, job.output()
     finally:
