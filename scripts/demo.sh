@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The demo: capture a single-device reference and a 4-rank TP2xDP2 candidate of the example
-# GPT with an injected silent bug, compare them, localize the bug by replaying modules in the
-# candidate job (which stays up serving them, docs/localize.md), and open the explorer on them
+# GPT with an injected silent bug, compare them, copy the bundles to another folder (as off a
+# cluster), localize the bug with `ttrace serve` relaunching the candidate's script from the
+# copies (the candidate job is long gone, docs/localize.md), and open the explorer on them
 # (or, with no display, print the reports and save a screenshot of the explorer).
 #
 #   ./scripts/demo.sh                 # default bug: sp-norm-grad-not-reduced
@@ -32,49 +33,48 @@ fi
 log "capturing the reference (1 process, nominal + 2 perturbed variants)"
 "${TTRACE_PY}" -m examples.gpt.train --reference --perturbations 2 --out "${DEMO}/reference" \
   >"${DEMO}/reference.log" 2>&1 || { cat "${DEMO}/reference.log"; exit 1; }
-# The candidate job keeps serving replays after its capture (TTRACE_SERVE=1); it is stopped
-# when the demo ends, however it ends.
-AGENT_PID=""
-stop_agent() {
-  if [[ -n "${AGENT_PID}" ]] && kill -0 "${AGENT_PID}" 2>/dev/null; then
-    log "stopping the candidate job"
-    kill -TERM -- "-${AGENT_PID}" 2>/dev/null || true # its process group: torchrun and ranks
+log "capturing the candidate (torchrun, 4 ranks, TP2 x DP2 with sequence parallelism, bug: ${BUG})"
+"${TTRACE_VENV}/bin/torchrun" --standalone --nproc-per-node 4 -m examples.gpt.train \
+  "${LAYOUT[@]}" "${INJECT[@]}" --out "${DEMO}/candidate" >"${DEMO}/candidate.log" 2>&1 ||
+  { cat "${DEMO}/candidate.log"; exit 1; }
+
+# As users do: the bundles are copied off the cluster; the candidate job has exited. From the
+# copies alone, `ttrace serve` relaunches the candidate's script in replay mode (it shows the
+# command; --yes confirms it) and serves replays until the demo ends; everything below reads
+# the copies.
+log "copying the bundles to ${DEMO}/copied (the candidate job has exited)"
+mkdir -p "${DEMO}/copied"
+cp -r "${DEMO}/reference" "${DEMO}/candidate" "${DEMO}/copied/"
+REF="${DEMO}/copied/reference"
+CAND="${DEMO}/copied/candidate"
+SERVE_PID=""
+stop_serve() {
+  if [[ -n "${SERVE_PID}" ]] && kill -0 "${SERVE_PID}" 2>/dev/null; then
+    log "stopping ttrace serve"
+    kill -TERM -- "-${SERVE_PID}" 2>/dev/null || true # its process group: torchrun and ranks
     for _ in $(seq 1 50); do
-      kill -0 "${AGENT_PID}" 2>/dev/null || break
+      kill -0 "${SERVE_PID}" 2>/dev/null || break
       sleep 0.2
     done
-    kill -KILL -- "-${AGENT_PID}" 2>/dev/null || true
+    kill -KILL -- "-${SERVE_PID}" 2>/dev/null || true
   fi
 }
-trap stop_agent EXIT
-
-log "capturing the candidate (torchrun, 4 ranks, TP2 x DP2 with sequence parallelism, bug: ${BUG})"
-set -m # the job gets its own process group, so the trap reaches every rank
-TTRACE_SERVE=1 TTRACE_REFERENCE="${DEMO}/reference" TTRACE_AGENT_IDLE=1800 \
-  TTRACE_AGENT_ENDPOINT_FILE="${DEMO}/agent.endpoint" TTRACE_TOKEN_FILE="${DEMO}/agent.token" \
-  "${TTRACE_VENV}/bin/torchrun" --standalone --nproc-per-node 4 -m examples.gpt.train \
-  "${LAYOUT[@]}" "${INJECT[@]}" --out "${DEMO}/candidate" >"${DEMO}/candidate.log" 2>&1 &
-AGENT_PID=$!
+trap stop_serve EXIT
+log "ttrace serve: relaunching the candidate from the copied bundles"
+serve_start=${SECONDS}
+set -m # serve gets its own process group, so the trap reaches every rank
+TTRACE_PYTHON="${TTRACE_PY}" "${TTRACE}" serve --reference "${REF}" --candidate "${CAND}" \
+  --endpoint-file "${DEMO}/agent.endpoint" --token-file "${DEMO}/agent.token" --idle 1800 \
+  --yes >"${DEMO}/serve.log" 2>&1 &
+SERVE_PID=$!
 set +m
-# The agent writes host:port and a newline once the capture is closed and it is bound.
-# ($(tail -c1) is empty exactly when the last byte is the newline.)
-until [[ -s "${DEMO}/agent.endpoint" && -z "$(tail -c1 "${DEMO}/agent.endpoint")" ]]; do
-  if ! kill -0 "${AGENT_PID}" 2>/dev/null; then
-    cat "${DEMO}/candidate.log"
-    log "the candidate job exited before serving"
-    exit 1
-  fi
-  sleep 0.5
-done
-AGENT="$(head -n1 "${DEMO}/agent.endpoint")"
-log "the candidate job serves replays on ${AGENT}"
-
+# The relaunch starts (imports, process groups, the model) while the bundles are compared.
 log "validating both bundles"
-"${TTRACE}" validate "${DEMO}/reference" "${DEMO}/candidate"
+"${TTRACE}" validate "${REF}" "${CAND}"
 
 log "comparing"
 set +e
-"${TTRACE}" diff "${DEMO}/reference" "${DEMO}/candidate" \
+"${TTRACE}" diff "${REF}" "${CAND}" \
   --json "${DEMO}/diff.json" --markdown "${DEMO}/report.md"
 verdict=$?
 set -e
@@ -83,9 +83,22 @@ if ((verdict == 2)); then
   exit 2
 fi
 
+# The agent writes host:port and a newline once it is bound.
+# ($(tail -c1) is empty exactly when the last byte is the newline.)
+until [[ -s "${DEMO}/agent.endpoint" && -z "$(tail -c1 "${DEMO}/agent.endpoint")" ]]; do
+  if ! kill -0 "${SERVE_PID}" 2>/dev/null; then
+    cat "${DEMO}/serve.log"
+    log "ttrace serve exited before serving"
+    exit 1
+  fi
+  sleep 0.2
+done
+AGENT="$(head -n1 "${DEMO}/agent.endpoint")"
+log "the relaunched candidate serves replays on ${AGENT} ($((SECONDS - serve_start)) s after ttrace serve)"
+
 log "localizing: replaying the divergent modules with the reference's inputs"
 set +e
-"${TTRACE}" localize "${DEMO}/reference" "${DEMO}/candidate" --agent "${AGENT}" \
+"${TTRACE}" localize "${REF}" "${CAND}" --agent "${AGENT}" \
   --token-file "${DEMO}/agent.token" --json "${DEMO}/localize.json" \
   --markdown "${DEMO}/localize.md"
 localized=$?
@@ -97,11 +110,11 @@ fi
 # The explorer connects to the same agent: one click on the first divergence, or Localize All.
 AGENT_ARGS=(--agent "${AGENT}" --token-file "${DEMO}/agent.token")
 if [[ -n "${DISPLAY:-}${WAYLAND_DISPLAY:-}" ]]; then
-  log "opening the explorer, connected to the agent (the job stops when the explorer closes)"
-  "${EXPLORER}" "${AGENT_ARGS[@]}" "${DEMO}/reference" "${DEMO}/candidate"
+  log "opening the explorer, connected to the agent (serving stops when the explorer closes)"
+  "${EXPLORER}" "${AGENT_ARGS[@]}" "${REF}" "${CAND}"
   exit 0
 fi
 # Headless, the explorer exits as `ttrace diff` does: 1 only says the demo's bug was found.
 "${EXPLORER}" --screenshot "${DEMO}/explorer.png" "${AGENT_ARGS[@]}" --localize all \
-  "${DEMO}/reference" "${DEMO}/candidate" || (($? == 1))
+  "${REF}" "${CAND}" || (($? == 1))
 log "no display: reports ${DEMO}/report.md and ${DEMO}/localize.md, JSON ${DEMO}/diff.json and ${DEMO}/localize.json, screenshot ${DEMO}/explorer.png (localized)"

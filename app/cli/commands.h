@@ -13,5 +13,6 @@ inline constexpr int kExitBadInput = 2;
 int runValidate(std::span<const std::string_view> args);
 int runDiff(std::span<const std::string_view> args);
 int runLocalize(std::span<const std::string_view> args);
+int runServe(std::span<const std::string_view> args);
 
 } // namespace ttrace::cli

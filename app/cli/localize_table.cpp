@@ -14,6 +14,19 @@ void LocalizeTable::agentLine(const AgentInfo& agent, const std::string& address
     out_ << "agent      " << agent.agent << " at " << address << " (" << agent.worldSize
          << " ranks, " << (agent.precision.empty() ? "?" : agent.precision) << ", "
          << agent.modules.size() << " modules)\n";
+    if (!agent.relaunched) {
+        return;
+    }
+    // Before any verdict: a replay judges the code it runs, not the code that was captured.
+    if (agent.codeChanges.empty()) {
+        out_ << "code       relaunched from the bundles; the same code as captured\n";
+        return;
+    }
+    out_ << "code       relaunched from the bundles; CHANGED since capture (verdicts judge the "
+            "code run now):\n";
+    for (const auto& line : agent.codeChanges) {
+        out_ << "             " << line << "\n";
+    }
 }
 
 void LocalizeTable::diffLine(const DiffResult& diff) {

@@ -16,6 +16,9 @@ void printUsage(std::ostream& out) {
            "                       (exit 0 clean, 1 divergence, 2 bad input)\n"
            "  localize REF CAND    replay divergent modules in the candidate's job to find\n"
            "                       the one that introduces the bug (needs its agent)\n"
+           "  serve --reference REF --candidate CAND [--yes] [-- LAUNCH...]\n"
+           "                       relaunch the candidate's script from its bundles in replay\n"
+           "                       mode and serve localize (runs $TTRACE_PYTHON -m ttrace)\n"
            "\n"
            "Run 'ttrace <command> --help' for a command's options, 'ttrace --version' for the\n"
            "version.\n";
@@ -43,6 +46,9 @@ int main(int argc, char** argv) {
     }
     if (command == "localize") {
         return ttrace::cli::runLocalize(rest);
+    }
+    if (command == "serve") {
+        return ttrace::cli::runServe(rest);
     }
     std::cerr << "ttrace: unknown command '" << command << "'\n";
     printUsage(std::cerr);

@@ -30,7 +30,15 @@ def train_command(out: Path, nproc: int, *args: str) -> list[str]:
 class ServingJob:
     """A training job started with TTRACE_SERVE=1; `endpoint` and `token` once it serves."""
 
-    def __init__(self, workdir: Path, reference: Path, nproc: int, *args: str, idle: float = 300):
+    def __init__(
+        self,
+        workdir: Path,
+        reference: Path,
+        nproc: int,
+        *args: str,
+        idle: float = 300,
+        more_env: dict[str, str] | None = None,
+    ):
         workdir.mkdir(parents=True, exist_ok=True)
         self.bundle = workdir / "bundle"
         self.endpoint_file = workdir / "endpoint"
@@ -43,6 +51,7 @@ class ServingJob:
             "TTRACE_AGENT_ENDPOINT_FILE": str(self.endpoint_file),
             "TTRACE_TOKEN_FILE": str(self.token_file),
             "TTRACE_AGENT_IDLE": str(idle),
+            **(more_env or {}),
         }
         self.proc = subprocess.Popen(
             train_command(self.bundle, nproc, *args),

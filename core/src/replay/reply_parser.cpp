@@ -146,6 +146,18 @@ Result<AgentInfo> ReplyHeader::hello() const {
         }
         info.modules.push_back(std::move(*m));
     }
+    if (const auto relaunch = v.find("relaunch"); relaunch != v.end() && relaunch->is_object()) {
+        info.relaunched = true;
+        const auto changes = relaunch->find("code_changes");
+        if (changes != relaunch->end() && changes->is_array()) {
+            for (const auto& line : *changes) {
+                if (!line.is_string()) {
+                    return badReply("hello reply: relaunch.code_changes holds a non-string");
+                }
+                info.codeChanges.push_back(line.get<std::string>());
+            }
+        }
+    }
     return info;
 }
 

@@ -31,6 +31,8 @@ def _start_server(
 ) -> SocketServer:
     why = merge_summaries([json.loads(s.decode("utf-8")) for s in summaries])
     hello = hello_info(tracer.out_dir, config.reference, channel.world_size, why)
+    # A relaunch by `ttrace serve` says so, with what changed in the code since capture.
+    hello.update(getattr(tracer, "replay_hello", {}))
     modules = [m["name"] for m in hello["modules"]]
     token = new_token()
     server = SocketServer(config.host, config.port, token, hello, modules, feed.variants)

@@ -69,7 +69,23 @@ class ServeLoop:
                         self.server.reply(pending[0], error_frames(pending[1], error))
                     return
                 if length:
-                    self._replay(self.channel.broadcast(payload, length), pending)
+                    try:
+                        self._replay(self.channel.broadcast(payload, length), pending)
+                    except Exception as exc:
+                        self._failed(pending, exc)
+                        raise
+
+    def _failed(self, pending: Any, exc: Exception) -> None:
+        """A collective of the replay failed (a rank died, a link broke): the job cannot
+        serve on, but the client waiting for this replay gets an answer, not silence."""
+        if pending is None or self.server is None:
+            return
+        error = AgentError(
+            ErrorCode.REPLAY_FAILED,
+            f"the agent failed during the replay and stops (a rank died or a collective "
+            f"failed): {type(exc).__name__}: {exc}",
+        )
+        self.server.reply(pending[0], error_frames(pending[1], error))
 
     def _next_request(self) -> tuple[tuple[bytes, int | None, ReplayRequest] | None, bool]:
         """Rank 0: (the next replay, or None; whether to stop). Other ranks: (None, False)."""

@@ -41,6 +41,9 @@ class Manifest:
     # How the job reduces gradients over data parallelism, and where that was read
     # (capture/grad_convention.py); absent in bundles of older captures.
     gradient_convention: dict[str, Any] | None = None
+    # What a relaunch from the bundles needs (`ttrace serve`): launch, code fingerprint,
+    # call templates, buffer digests. Candidates only; absent in older bundles.
+    replay: dict[str, Any] | None = None
     producer: str = f"ttrace {__version__}"
     created: str = field(
         default_factory=lambda: datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -123,6 +126,7 @@ class Manifest:
                 if self.gradient_convention is not None
                 else {}
             ),
+            **({"replay": self.replay} if self.replay is not None else {}),
             "ranks": [r.to_dict() for r in sorted(self.ranks, key=lambda r: r.rank)],
             "producer": self.producer,
             "created": self.created,
@@ -161,6 +165,7 @@ class Manifest:
             model=data.get("model", ""),
             optimizer=data.get("optimizer"),
             gradient_convention=data.get("gradient_convention"),
+            replay=data.get("replay"),
             producer=data.get("producer", ""),
             created=data.get("created", ""),
         )
@@ -182,6 +187,7 @@ def write_manifest(
     model: str = "",
     optimizer: Mapping[str, Any] | None = None,
     gradient_convention: Mapping[str, Any] | None = None,
+    replay: Mapping[str, Any] | None = None,
 ) -> Path:
     """Write ``<bundle_dir>/manifest.json`` (rank 0 calls this after gathering RankRecords).
 
@@ -201,5 +207,6 @@ def write_manifest(
         model=model,
         optimizer=dict(optimizer) if optimizer is not None else None,
         gradient_convention=dict(gradient_convention) if gradient_convention is not None else None,
+        replay=dict(replay) if replay is not None else None,
     )
     return manifest.write(bundle_dir)

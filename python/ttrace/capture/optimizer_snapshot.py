@@ -51,6 +51,13 @@ class OptimizerSnapshot:
 
         optimizer.step = step
 
+    def record_now(self, iteration: int | None) -> None:
+        """A relaunch (`ttrace serve`): the optimizer is as the job's first step found it,
+        which happened at `iteration` (from the bundle)."""
+        self.iteration = iteration
+        if iteration is not None:
+            self._record()
+
     def _record(self) -> None:
         # A snapshot serves localize only: it must never stop the training job. Megatron's
         # DistributedOptimizer, for one, refuses state_dict() before its first step.

@@ -57,6 +57,7 @@ from .parallel_info import ParallelInfo
 from .perturbation import Perturbation
 from .phase_times import PhaseTimes
 from .precision import precision_of
+from .replay_record import merge_replay_records, rank_replay_record
 from .selection import ModuleSpec, select_modules
 from .training_snapshot import TrainingSnapshot
 
@@ -124,6 +125,11 @@ class Tracer:
         self.calls = CallStructure()
         self.inference = PlacementInference(self.names, self.parallel, self.calls)
         self.table = ModuleTable()
+        if os.environ.get("TTRACE_REPLAY") == "1":
+            # A relaunch by `ttrace serve`: serve replays from the bundles instead of training.
+            from ttrace.agent.relaunch import serve_relaunched
+
+            serve_relaunched(self, optimizer)  # ends the process when serving ends
         capture_id = self._start_capture()
         writer = BundleWriter(
             self.out_dir, self.rank, self.world_size, role, self.parallel.coords()
@@ -405,6 +411,7 @@ class Tracer:
             self.perturbation.manifest_entry(),
             not failed,
             self.opt_hooks.config.section() if self.opt_hooks is not None else None,
+            rank_replay_record(self) if self.role == "candidate" else None,
         )
         if self._collective():
             # Bounded: a killed rank is named after collective_timeout_s, never waited on.
@@ -458,6 +465,9 @@ class Tracer:
             model=self.model_name,
             optimizer=merge_sections([p[6] for p in gathered]),
             gradient_convention=self.grad_convention.manifest_section(max_mb + 1),
+            replay=merge_replay_records([p[7] for p in gathered], self.world_size)
+            if self.role == "candidate"
+            else None,
         )
         remove_status_records(self.out_dir, self.world_size)
 

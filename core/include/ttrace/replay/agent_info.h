@@ -26,6 +26,10 @@ struct AgentInfo {
     std::vector<std::int64_t> iterations;
     int microBatches = 0;
     std::vector<AgentModule> modules;
+    // An agent relaunched from the bundles (`ttrace serve`) says so, with what differs
+    // between the code it runs and the code the bundle was captured with (empty: the same).
+    bool relaunched = false;
+    std::vector<std::string> codeChanges;
 
     [[nodiscard]] const AgentModule* findModule(const std::string& name) const;
 };

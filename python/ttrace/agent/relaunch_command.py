@@ -1,0 +1,97 @@
+"""The command `ttrace serve` runs: the candidate's own program as its bundle recorded it,
+under its launcher (or the LAUNCH the user gives), in replay mode.
+
+The program part is what followed the interpreter (`-m examples.gpt.train --tp 2 ...` or
+`train.py ...`); LAUNCH replaces only the launcher and is followed by the program part as
+torchrun takes it (for srun or mpirun, end LAUNCH with the interpreter: `srun -n 4 python`).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .relaunch import CANDIDATE_ENV, REPLAY_ENV
+
+
+class RelaunchCommandError(ValueError):
+    """The bundle does not say enough to relaunch it here, or says it inconsistently."""
+
+
+@dataclass(frozen=True)
+class RelaunchCommand:
+    argv: list[str]
+    cwd: Path
+    env: dict[str, str]  # set on top of this process's environment
+    launcher: dict[str, Any]
+
+    def show(self) -> str:
+        lines = [f"  cd {self.cwd}"]
+        lines += [f"  {k}={v}" for k, v in self.env.items()]
+        lines.append("  " + " ".join(_quote(a) for a in self.argv))
+        return "\n".join(lines)
+
+
+def _quote(arg: str) -> str:
+    safe = arg and all(c.isalnum() or c in "-_./=:,+@%" for c in arg)
+    return arg if safe else "'" + arg.replace("'", "'\\''") + "'"
+
+
+def default_launcher(launcher: Mapping[str, Any]) -> list[str]:
+    """The recorded launcher, on this host's interpreter; single-node only."""
+    name = str(launcher.get("name", "python"))
+    world = int(launcher.get("world_size", 1))
+    nnodes = int(launcher.get("nnodes", 1))
+    if name == "python" and world == 1:
+        return [sys.executable]
+    if name == "torchrun" and nnodes == 1:
+        local = int(launcher.get("local_world_size", world))
+        return [
+            sys.executable, "-m", "torch.distributed.run", "--standalone",
+            f"--nproc-per-node={local}",
+        ]  # fmt: skip
+    raise RelaunchCommandError(
+        f"the job ran under {name} with {world} ranks on {nnodes} node(s): give the launcher "
+        "after `--` (e.g. `-- torchrun --nnodes 2 ...` or `-- srun -n 8 python`)"
+    )
+
+
+def relaunch_command(
+    manifest: Mapping[str, Any],
+    reference: Path,
+    candidate: Path,
+    launch: Sequence[str],
+    agent_env: Mapping[str, str],
+    cwd: Path | None = None,
+) -> RelaunchCommand:
+    record = (manifest.get("replay") or {}).get("launch")
+    if not record or not record.get("argv"):
+        raise RelaunchCommandError(
+            f"{candidate}/manifest.json records no launch (`replay.launch`): the bundle was "
+            "captured before ttrace recorded it, or is not a candidate's"
+        )
+    where = cwd if cwd is not None else Path(str(record.get("cwd", ".")))
+    if not where.is_dir():
+        raise RelaunchCommandError(
+            f"the job ran in {where}, which does not exist here: pass --cwd with the folder "
+            "holding the training code"
+        )
+    launcher = list(launch) if launch else default_launcher(record.get("launcher", {}))
+    env = dict(record.get("env", {}))
+    env.update(agent_env)
+    env[REPLAY_ENV] = "1"
+    env[CANDIDATE_ENV] = str(candidate.resolve())
+    env["TTRACE_REFERENCE"] = str(reference.resolve())
+    return RelaunchCommand(
+        [*launcher, *record["argv"]], where, env, dict(record.get("launcher", {}))
+    )
+
+
+def child_environment(command: RelaunchCommand) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "TTRACE_SERVE"}
+    env.update(command.env)
+    return env
