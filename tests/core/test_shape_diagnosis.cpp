@@ -14,8 +14,8 @@ namespace {
 
 // A [rows, cols] tensor split along dim 0 into `parts` copy boxes, one per rank; `cand`
 // values per element; each shard's own values are the candidate's over its box.
-FullTensor split(const std::vector<double>& values, std::int64_t rows, std::int64_t cols,
-                 int parts, Combine combine = Combine::Copy) {
+FullTensor split(const std::vector<double>& values, std::int64_t rows, std::int64_t cols, int parts,
+                 Combine combine = Combine::Copy) {
     FullTensor t;
     t.shape = {rows, cols};
     t.values = values;

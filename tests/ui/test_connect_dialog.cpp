@@ -29,10 +29,14 @@ private slots:
         QTest::addColumn<QString>("text");
         QTest::addColumn<QString>("host");
         QTest::addColumn<int>("port");
-        QTest::newRow("log line") << "tcp://127.0.0.1:41733" << "127.0.0.1" << 41733;
-        QTest::newRow("host:port") << "gpu-07:5601" << "gpu-07" << 5601;
-        QTest::newRow("spaces") << "  tcp://10.0.0.7:80 " << "10.0.0.7" << 80;
-        QTest::newRow("ipv6") << "tcp://[::1]:6000" << "::1" << 6000;
+        QTest::newRow("log line") << "tcp://127.0.0.1:41733"
+                                  << "127.0.0.1" << 41733;
+        QTest::newRow("host:port") << "gpu-07:5601"
+                                   << "gpu-07" << 5601;
+        QTest::newRow("spaces") << "  tcp://10.0.0.7:80 "
+                                << "10.0.0.7" << 80;
+        QTest::newRow("ipv6") << "tcp://[::1]:6000"
+                              << "::1" << 6000;
     }
     void addressForms() {
         QFETCH(QString, text);

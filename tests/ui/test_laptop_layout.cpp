@@ -66,7 +66,8 @@ private slots:
     void everyActionAndTheStatusBarFit1280x720() {
         ttrace::ui::MainWindow window;
         QVERIFY2(fits(window.minimumSizeHint(), kLaptop),
-                 qPrintable(QStringLiteral("%1x%2").arg(window.minimumSizeHint().width())
+                 qPrintable(QStringLiteral("%1x%2")
+                                .arg(window.minimumSizeHint().width())
                                 .arg(window.minimumSizeHint().height())));
         window.resize(kLaptop);
         window.show();
@@ -143,8 +144,9 @@ private slots:
         const QModelIndex layers = view->model()->index(0, 0);
         QVERIFY(QTest::qWaitFor([&] { return !frozen->isExpanded(layers); }, 2000));
         view->expandAll();
-        QVERIFY(QTest::qWaitFor([&] { return frozen->isExpanded(layers) ||
-                                             !view->model()->hasChildren(layers); }, 2000));
+        QVERIFY(QTest::qWaitFor(
+            [&] { return frozen->isExpanded(layers) || !view->model()->hasChildren(layers); },
+            2000));
     }
 
 private:

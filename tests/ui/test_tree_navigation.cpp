@@ -100,10 +100,9 @@ private slots:
         QCOMPARE(pane->positionLabel()->text(),
                  QStringLiteral("%1 of %2 divergences").arg(at + 1).arg(divergent.size()));
         pane->nextDivergentAction()->trigger();
-        QCOMPARE(pane->positionLabel()->text(),
-                 QStringLiteral("%1 of %2 divergences")
-                     .arg((at + 1) % divergent.size() + 1)
-                     .arg(divergent.size()));
+        QCOMPARE(pane->positionLabel()->text(), QStringLiteral("%1 of %2 divergences")
+                                                    .arg((at + 1) % divergent.size() + 1)
+                                                    .arg(divergent.size()));
     }
 
     void heatScaleSpansTheData() {

@@ -30,12 +30,10 @@ QSize HeatCellDelegate::sizeHint(const QStyleOptionViewItem& option,
     return size;
 }
 
-bool HeatCellDelegate::isCurrentRow(const QStyleOptionViewItem& option,
-                                    const QModelIndex& index) {
+bool HeatCellDelegate::isCurrentRow(const QStyleOptionViewItem& option, const QModelIndex& index) {
     const auto* view = qobject_cast<const QAbstractItemView*>(option.widget);
     const QModelIndex current = view ? view->currentIndex() : QModelIndex();
-    return current.isValid() && current.row() == index.row() &&
-           current.parent() == index.parent();
+    return current.isValid() && current.row() == index.row() && current.parent() == index.parent();
 }
 
 void HeatCellDelegate::paint(QPainter* painter, const QStyleOptionViewItem& option,

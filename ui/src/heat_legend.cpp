@@ -78,8 +78,7 @@ void HeatLegend::paintEvent(QPaintEvent*) {
     const QRect bar(barLeft, barTop, barRight - barLeft, kBarHeight);
 
     p.setPen(text);
-    p.drawText(QRect(kMargin, 0, bar.right(), barTop), Qt::AlignLeft | Qt::AlignVCenter,
-               caption());
+    p.drawText(QRect(kMargin, 0, bar.right(), barTop), Qt::AlignLeft | Qt::AlignVCenter, caption());
     for (int x = bar.left(); x <= bar.right(); ++x) {
         const double pos = static_cast<double>(x - bar.left()) / std::max(1, bar.width() - 1);
         p.setPen(heatColor(ratioAtPosition(pos, scale_), scale_));

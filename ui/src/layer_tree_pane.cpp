@@ -10,9 +10,9 @@
 
 #include <QAction>
 #include <QComboBox>
-#include <QKeyEvent>
 #include <QHBoxLayout>
 #include <QHeaderView>
+#include <QKeyEvent>
 #include <QLabel>
 #include <QLineEdit>
 #include <QStyle>

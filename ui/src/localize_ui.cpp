@@ -1,7 +1,6 @@
 #include "ttrace/ui/localize_ui.h"
 
 #include "ttrace/replay/localize_walk.h"
-#include "ttrace/verdict_text.h"
 #include "ttrace/ui/agent_status_widget.h"
 #include "ttrace/ui/connect_dialog.h"
 #include "ttrace/ui/drill_down_pane.h"
@@ -12,6 +11,7 @@
 #include "ttrace/ui/models/localize_controller.h"
 #include "ttrace/ui/models/localize_summary.h"
 #include "ttrace/ui/models/tensor_columns.h"
+#include "ttrace/verdict_text.h"
 
 #include <QAction>
 #include <QLabel>
@@ -285,10 +285,10 @@ void LocalizeUi::updateActions() {
             ? tr("Replay %1 with the reference's inputs on the agent (Ctrl+L)").arg(module)
             : tr("Localize: %1").arg(why));
     localize_->setStatusTip(localize_->toolTip());
-    localizeAll_->setToolTip(
-        why.isEmpty() ? tr("Replay the divergent modules in causal order from the first "
-                           "divergence in time (Ctrl+Shift+L)")
-                      : tr("Localize All: %1").arg(why));
+    localizeAll_->setToolTip(why.isEmpty()
+                                 ? tr("Replay the divergent modules in causal order from the first "
+                                      "divergence in time (Ctrl+Shift+L)")
+                                 : tr("Localize All: %1").arg(why));
 }
 
 } // namespace ttrace::ui

@@ -26,11 +26,11 @@ std::string_view signatureKindName(SignatureKind kind);
 
 struct ShapeSignature {
     SignatureKind kind = SignatureKind::ConstantFactor;
-    std::string summary;  // one line, e.g. "x0.5 (= 1/dp)"
-    std::string evidence; // the numbers behind it
-    double factor = 0.0;  // ConstantFactor / SignFlip
-    double residual = 0.0; // ConstantFactor / SignFlip: ||cand / factor - ref|| / ||ref||
-    std::vector<int> ranks;            // SliceLocal, ReplicasDisagree: the ranks that carry it
+    std::string summary;    // one line, e.g. "x0.5 (= 1/dp)"
+    std::string evidence;   // the numbers behind it
+    double factor = 0.0;    // ConstantFactor / SignFlip
+    double residual = 0.0;  // ConstantFactor / SignFlip: ||cand / factor - ref|| / ||ref||
+    std::vector<int> ranks; // SliceLocal, ReplicasDisagree: the ranks that carry it
     std::vector<std::int64_t> indices; // SlicePermutation: the matching order; ZeroedRows: rows
 };
 

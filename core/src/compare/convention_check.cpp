@@ -42,8 +42,8 @@ std::vector<std::size_t> scaledGradients(const DiffResult& r) {
     bool mainGradAgrees = false;
     for (std::size_t i = 0; i < r.tensors.size(); ++i) {
         const auto& t = r.tensors[i];
-        mainGradAgrees = mainGradAgrees ||
-                         (t.id.kind == TensorKind::MainGrad && t.status == Status::Clean);
+        mainGradAgrees =
+            mainGradAgrees || (t.id.kind == TensorKind::MainGrad && t.status == Status::Clean);
         if (t.status == Status::Divergent && captureSide(t) &&
             t.structure == StructuralChange::None) {
             scaled.push_back(i);
@@ -96,10 +96,10 @@ void judgeConventionFactor(DiffResult& r, const Manifest& candidate) {
         t.ratio = toleranceRatio(error, t.tolerance.value);
         t.status = verdictFor(t.ratio);
         t.hint = {};
-        t.findings.push_back(makeWarning(
-            "convention-factor", "tensor " + t.id.path(),
-            "judged after the run's gradient convention factor " + m.factorName +
-                ": relative error " + formatFactor(error) + " after it"));
+        t.findings.push_back(makeWarning("convention-factor", "tensor " + t.id.path(),
+                                         "judged after the run's gradient convention factor " +
+                                             m.factorName + ": relative error " +
+                                             formatFactor(error) + " after it"));
     }
     r.convention = std::move(m);
 }

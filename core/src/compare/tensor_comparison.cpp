@@ -100,8 +100,8 @@ void diagnose(const ComparisonContext& ctx, const FullTensor& ref, const FullTen
               TensorResult& r) {
     const auto parallel = parallelSizes(ctx.candidate.manifest());
     r.signatures = diagnoseShape({ref, cand, r.tolerance.value, parallel, r.findings});
-    r.hint = bugClassHint({r.id, r.signatures, parallel, ctx.reference.manifest().precision,
-                           ctx.shardedOptimizer});
+    r.hint = bugClassHint(
+        {r.id, r.signatures, parallel, ctx.reference.manifest().precision, ctx.shardedOptimizer});
 }
 
 std::optional<NoiseFloor> carriedFor(const ComparisonContext& ctx, const TensorId& id) {

@@ -32,7 +32,7 @@ struct ComparisonContext {
     int maxDepth = 0;
     StateFloors carried; // from the previous iteration
     StateTerms carriedTerms;
-    ModuleCalls bothSides; // module calls captured on both sides (structural divergences)
+    ModuleCalls bothSides;         // module calls captured on both sides (structural divergences)
     bool shardedOptimizer = false; // the candidate shards optimizer state over data parallelism
 };
 

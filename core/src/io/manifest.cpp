@@ -1,8 +1,8 @@
 #include "ttrace/manifest.h"
 
 #include "io/manifest_checks.h"
-#include "io/manifest_fields.h"
 #include "io/manifest_convention.h"
+#include "io/manifest_fields.h"
 #include "io/manifest_optimizer.h"
 #include "io/regular_file.h"
 

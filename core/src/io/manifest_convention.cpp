@@ -6,9 +6,8 @@
 
 namespace ttrace {
 
-std::optional<GradientConvention> readConventionSection(const nlohmann::json& root,
-                                                        const std::string& where,
-                                                        Diagnostics& out) {
+std::optional<GradientConvention>
+readConventionSection(const nlohmann::json& root, const std::string& where, Diagnostics& out) {
     if (!root.contains("gradient_convention") || root.at("gradient_convention").is_null()) {
         return std::nullopt;
     }

@@ -42,8 +42,7 @@ std::string unreplayedEntry(const DivergenceStart& start) {
                 "step's own inputs (learning rate, state)";
     }
     return "no replayed module introduces it, yet the run diverges from iteration " +
-           std::to_string(start.iteration) + ", " +
-           std::string(localizePhaseName(start.phase)) +
+           std::to_string(start.iteration) + ", " + std::string(localizePhaseName(start.phase)) +
            ": every replayed module agrees given the reference's inputs, so the divergence "
            "enters where no module runs: " +
            where;

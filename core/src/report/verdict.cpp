@@ -136,12 +136,11 @@ private:
                 continue;
             }
             const bool own = e.module == mi || isDescendant(name(e.module), name(mi));
-            const bool earlierForward =
-                phaseOf(e.kind) == Phase::Forward &&
-                (phase != Phase::Forward || order(e.module) < order(mi));
-            const bool laterBackward =
-                phase == Phase::Backward && phaseOf(e.kind) == Phase::Backward &&
-                order(e.module) > order(mi);
+            const bool earlierForward = phaseOf(e.kind) == Phase::Forward &&
+                                        (phase != Phase::Forward || order(e.module) < order(mi));
+            const bool laterBackward = phase == Phase::Backward &&
+                                       phaseOf(e.kind) == Phase::Backward &&
+                                       order(e.module) > order(mi);
             if (own || (phase <= Phase::Backward && (earlierForward || laterBackward))) {
                 return true;
             }
@@ -331,7 +330,8 @@ void assembleVerdicts(DiffResult& result, const std::vector<ModuleInfo>& modules
         analysis.classify(result.modules[i], i);
     }
     buildTimeline(result);
-    s.clean = s.divergent == 0 && s.invalid == 0 && s.missing == 0 && !hasErrors(result.diagnostics);
+    s.clean =
+        s.divergent == 0 && s.invalid == 0 && s.missing == 0 && !hasErrors(result.diagnostics);
 }
 
 std::vector<std::size_t> worstTensors(const DiffResult& result, std::size_t count) {
@@ -342,9 +342,8 @@ std::vector<std::size_t> worstTensors(const DiffResult& result, std::size_t coun
     // What cannot be compared comes first (severity order), then the worst ratios.
     auto key = [&](std::size_t i) {
         const auto& t = result.tensors[i];
-        const int uncomparable = severity(t.status) > severity(Status::Divergent)
-                                     ? severity(t.status)
-                                     : 0;
+        const int uncomparable =
+            severity(t.status) > severity(Status::Divergent) ? severity(t.status) : 0;
         return std::make_pair(uncomparable, t.ratio);
     };
     std::stable_sort(order.begin(), order.end(),

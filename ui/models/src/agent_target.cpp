@@ -58,9 +58,9 @@ bool AgentTarget::parseAddress(const QString& text, AgentTarget& out, QString* e
         // An endpoint file is tiny (one line); a large file is not one.
         QFile f(file.absoluteFilePath());
         if (file.size() > 4096 || !f.open(QIODevice::ReadOnly)) {
-            return fail(QCoreApplication::translate("AgentTarget",
-                                                    "%1 is not an agent's endpoint file")
-                            .arg(address));
+            return fail(
+                QCoreApplication::translate("AgentTarget", "%1 is not an agent's endpoint file")
+                    .arg(address));
         }
         const QString line = QString::fromUtf8(f.readLine()).trimmed();
         AgentTarget parsed = out;
@@ -77,10 +77,10 @@ bool AgentTarget::parseAddress(const QString& text, AgentTarget& out, QString* e
         address = address.mid(6);
     }
     if (!parseHostPort(address, out)) {
-        return fail(QCoreApplication::translate(
-                        "AgentTarget",
-                        "'%1' is neither tcp://HOST:PORT, HOST:PORT nor an endpoint file")
-                        .arg(text.trimmed()));
+        return fail(
+            QCoreApplication::translate(
+                "AgentTarget", "'%1' is neither tcp://HOST:PORT, HOST:PORT nor an endpoint file")
+                .arg(text.trimmed()));
     }
     return true;
 }
