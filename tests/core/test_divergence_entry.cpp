@@ -29,7 +29,7 @@ DiffResult scaledLossGradient(double lossOutputGradRatio) {
     const std::vector<std::string> modules{"embedding", "layers.0", "output_layer", "loss"};
     std::vector<ModuleInfo> infos;
     for (std::size_t i = 0; i < modules.size(); ++i) {
-        infos.push_back({modules[i], static_cast<int>(i), 0, "Module"});
+        infos.push_back({modules[i], static_cast<int>(i), 0, "Module", {}});
         d.tensors.push_back(tensor(modules[i], TensorKind::ForwardOutput, 0, 0.1));
         d.tensors.push_back(tensor(modules[i], TensorKind::InputGrad, 0, 1e5));
         if (modules[i] != "loss") {

@@ -30,7 +30,7 @@ DiffResult diffOf(const std::vector<std::string>& modules, std::vector<TensorRes
     std::vector<ModuleInfo> infos;
     for (std::size_t i = 0; i < modules.size(); ++i) {
         const auto depth = std::count(modules[i].begin(), modules[i].end(), '.');
-        infos.push_back({modules[i], static_cast<int>(i), static_cast<int>(depth), "Module"});
+        infos.push_back({modules[i], static_cast<int>(i), static_cast<int>(depth), "Module", {}});
     }
     d.tensors = std::move(tensors);
     assembleVerdicts(d, infos);

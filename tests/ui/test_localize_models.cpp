@@ -85,7 +85,7 @@ DiffResult demoLikeDiff() {
 DiffResult assembled(DiffResult d) {
     std::vector<ModuleInfo> infos;
     for (const auto& m : d.modules) {
-        infos.push_back({m.name, m.order, 0, "T"});
+        infos.push_back({m.name, m.order, 0, "T", {}});
     }
     d.modules.clear();
     assembleVerdicts(d, infos);
@@ -184,10 +184,10 @@ private slots:
         LayerTreeModel model;
         QAbstractItemModelTester tester(&model,
                                         QAbstractItemModelTester::FailureReportingMode::QtTest);
-        model.setModules({{"layers.1", 0, 0, "L"},
-                          {"layers.1.mlp", 1, 1, "M"},
-                          {"layers.1.mlp.linear_fc1", 2, 2, "C"},
-                          {"loss", 3, 0, "X"}});
+        model.setModules({{"layers.1", 0, 0, "L", {}},
+                          {"layers.1.mlp", 1, 1, "M", {}},
+                          {"layers.1.mlp.linear_fc1", 2, 2, "C", {}},
+                          {"loss", 3, 0, "X", {}}});
         QSignalSpy changed(&model, &QAbstractItemModel::dataChanged);
         model.addLocalizeVerdict(verdict("layers.1.mlp", Verdict::Introduced));
         model.addLocalizeVerdict(verdict("layers.1.mlp.linear_fc1", Verdict::Introduced));

@@ -21,10 +21,10 @@ namespace {
 
 std::vector<ModuleInfo> modules() {
     return {
-        {"embedding", 0, 0, "Embedding"},     {"layers.0", 1, 1, "Layer"},
-        {"layers.0.attn", 2, 1, "Attention"}, {"layers.0.mlp.fc1", 3, 1, "Linear"},
-        {"layers.0.mlp.fc2", 4, 1, "Linear"}, {"layers.1", 5, 2, "Layer"},
-        {"layers.1.mlp.fc2", 6, 2, "Linear"}, {"loss", 7, 3, "Loss"},
+        {"embedding", 0, 0, "Embedding", {}},     {"layers.0", 1, 1, "Layer", {}},
+        {"layers.0.attn", 2, 1, "Attention", {}}, {"layers.0.mlp.fc1", 3, 1, "Linear", {}},
+        {"layers.0.mlp.fc2", 4, 1, "Linear", {}}, {"layers.1", 5, 2, "Layer", {}},
+        {"layers.1.mlp.fc2", 6, 2, "Linear", {}}, {"loss", 7, 3, "Loss", {}},
     };
 }
 
