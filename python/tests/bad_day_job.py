@@ -40,12 +40,12 @@ def parse_args() -> argparse.Namespace:
 
 
 def batch(step: int, rank: int, world: int, width: int) -> torch.Tensor:
-    """This rank's part of the global batch of `step`, [sequence, batch, width] as ttrace
-    reads activations by default (the reference takes all of it)."""
+    """This rank's part of the global batch of `step`, [batch, sequence, width]: batch first,
+    as the DistributedDataParallel wrapper declares (`dim=0`); the reference takes all of it."""
     g = torch.Generator().manual_seed(1000 + step)
-    rows = torch.randn(SEQ, BATCH, width, generator=g)
+    rows = torch.randn(BATCH, SEQ, width, generator=g)
     n = BATCH // world
-    return rows[:, rank * n : (rank + 1) * n]
+    return rows[rank * n : (rank + 1) * n]
 
 
 def train(args: argparse.Namespace, rank: int, world: int) -> ttc.Tracer:
