@@ -77,7 +77,7 @@ def command_problems(doc: Path, lines: list[str], root: Path) -> list[str]:
                 continue
             source = script.read_text(encoding="utf-8", errors="replace")
             for flag in FLAG.findall(match.group(2)):
-                if f'"{flag}"' not in source and f"'{flag}'" not in source and flag not in source:
+                if flag not in source:
                     problems.append(f"{where}: {match.group(1)} has no option {flag}")
     return problems
 

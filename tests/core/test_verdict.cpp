@@ -1,4 +1,5 @@
 // Verdict logic on synthetic results: statuses, module roll-ups, first divergence, origin.
+#include "synthetic_results.h"
 #include "ttrace/verdict.h"
 
 #include <QtTest>
@@ -6,6 +7,7 @@
 #include <limits>
 
 using namespace ttrace;
+using ttrace::testing::syntheticTensor;
 
 namespace {
 
@@ -14,16 +16,6 @@ std::vector<ModuleInfo> modules() {
     return {{"embed", 0, 0, "Embedding", {}},  {"layer", 1, 1, "Layer", {}},
             {"layer.norm", 2, 1, "Norm", {}},  {"layer.fc1", 3, 1, "Linear", {}},
             {"layer.fc2", 4, 1, "Linear", {}}, {"head", 5, 2, "Linear", {}}};
-}
-
-TensorResult tensor(std::string module, TensorKind kind, double ratio, std::int64_t iteration = 0) {
-    TensorResult t;
-    t.id.module = std::move(module);
-    t.id.kind = kind;
-    t.id.iteration = iteration;
-    t.ratio = ratio;
-    t.status = verdictFor(ratio);
-    return t;
 }
 
 } // namespace
@@ -53,17 +45,17 @@ private slots:
     void forwardBugInNestedModuleIsFoundAndIntroduced() {
         DiffResult r;
         r.tensors = {
-            tensor("head", TensorKind::ForwardOutput, 300.0), // later: inherits
-            tensor("embed", TensorKind::ForwardOutput, 0.2),
-            tensor("layer", TensorKind::ForwardInput, 0.2),
-            tensor("layer.norm", TensorKind::ForwardOutput, 0.3),
-            tensor("layer.fc1", TensorKind::ForwardOutput, 0.4),
-            tensor("layer.fc2", TensorKind::ForwardInput, 0.4),
-            tensor("layer.fc2", TensorKind::ForwardOutput, 500.0), // the bug
-            tensor("layer", TensorKind::ForwardOutput, 400.0),
-            tensor("layer.fc2", TensorKind::OutputGrad, 90.0), // gradients of a wrong loss
-            tensor("layer.fc1", TensorKind::InputGrad, 80.0),
-            tensor("head", TensorKind::ParamGrad, 70.0),
+            syntheticTensor("head", TensorKind::ForwardOutput, 300.0), // later: inherits
+            syntheticTensor("embed", TensorKind::ForwardOutput, 0.2),
+            syntheticTensor("layer", TensorKind::ForwardInput, 0.2),
+            syntheticTensor("layer.norm", TensorKind::ForwardOutput, 0.3),
+            syntheticTensor("layer.fc1", TensorKind::ForwardOutput, 0.4),
+            syntheticTensor("layer.fc2", TensorKind::ForwardInput, 0.4),
+            syntheticTensor("layer.fc2", TensorKind::ForwardOutput, 500.0), // the bug
+            syntheticTensor("layer", TensorKind::ForwardOutput, 400.0),
+            syntheticTensor("layer.fc2", TensorKind::OutputGrad, 90.0), // gradients of a wrong loss
+            syntheticTensor("layer.fc1", TensorKind::InputGrad, 80.0),
+            syntheticTensor("head", TensorKind::ParamGrad, 70.0),
         };
         r.tensors[0].status = Status::Divergent;
         assembleVerdicts(r, modules());
@@ -100,11 +92,11 @@ private slots:
         // is fine: a backward bug introduced in fc1.
         DiffResult r;
         r.tensors = {
-            tensor("layer.fc1", TensorKind::ForwardOutput, 0.5),
-            tensor("layer.fc1", TensorKind::OutputGrad, 0.6),
-            tensor("layer.fc1", TensorKind::InputGrad, 30.0),
-            tensor("layer.norm", TensorKind::OutputGrad, 30.0),
-            tensor("embed", TensorKind::ParamGrad, 25.0),
+            syntheticTensor("layer.fc1", TensorKind::ForwardOutput, 0.5),
+            syntheticTensor("layer.fc1", TensorKind::OutputGrad, 0.6),
+            syntheticTensor("layer.fc1", TensorKind::InputGrad, 30.0),
+            syntheticTensor("layer.norm", TensorKind::OutputGrad, 30.0),
+            syntheticTensor("embed", TensorKind::ParamGrad, 25.0),
         };
         assembleVerdicts(r, modules());
         QVERIFY(!r.firstForwardDivergence);
@@ -118,13 +110,13 @@ private slots:
         // iteration 1: fc2's parameter is wrong, so its forward output inherits.
         DiffResult r;
         r.tensors = {
-            tensor("layer.fc2", TensorKind::ParamGrad, 0.5, 0),
-            tensor("layer.fc2", TensorKind::Parameter, 0.0, 0),
-            tensor("layer.fc2", TensorKind::ParamAfterStep, 50.0, 0),
-            tensor("layer.fc2", TensorKind::Parameter, 50.0, 1),
-            tensor("layer.fc2", TensorKind::ForwardOutput, 40.0, 1),
-            tensor("layer", TensorKind::ForwardInput, 0.3, 1),
-            tensor("layer", TensorKind::ForwardOutput, 40.0, 1),
+            syntheticTensor("layer.fc2", TensorKind::ParamGrad, 0.5, 0),
+            syntheticTensor("layer.fc2", TensorKind::Parameter, 0.0, 0),
+            syntheticTensor("layer.fc2", TensorKind::ParamAfterStep, 50.0, 0),
+            syntheticTensor("layer.fc2", TensorKind::Parameter, 50.0, 1),
+            syntheticTensor("layer.fc2", TensorKind::ForwardOutput, 40.0, 1),
+            syntheticTensor("layer", TensorKind::ForwardInput, 0.3, 1),
+            syntheticTensor("layer", TensorKind::ForwardOutput, 40.0, 1),
         };
         assembleVerdicts(r, modules());
         QCOMPARE(r.module("layer.fc2")->origin, Origin::Introduced); // at the optimizer step
@@ -135,11 +127,11 @@ private slots:
     }
     void missingInvalidAndUnknownModules() {
         DiffResult r;
-        r.tensors = {tensor("layer.norm", TensorKind::ForwardOutput, 0.1),
-                     tensor("layer.norm", TensorKind::ForwardInput, 0.0),
-                     tensor("extra.module", TensorKind::ForwardOutput, 0.1)};
+        r.tensors = {syntheticTensor("layer.norm", TensorKind::ForwardOutput, 0.1),
+                     syntheticTensor("layer.norm", TensorKind::ForwardInput, 0.0),
+                     syntheticTensor("extra.module", TensorKind::ForwardOutput, 0.1)};
         r.tensors[1].status = Status::Missing;
-        r.tensors.push_back(tensor("head", TensorKind::ForwardOutput, 0.0));
+        r.tensors.push_back(syntheticTensor("head", TensorKind::ForwardOutput, 0.0));
         r.tensors.back().status = Status::Invalid;
         assembleVerdicts(r, modules());
         QCOMPARE(r.summary.compared, std::size_t{2});
@@ -159,13 +151,13 @@ private slots:
         // (a reduction bug); iteration 1: the forward diverges through the updated weights.
         DiffResult r;
         r.tensors = {
-            tensor("embed", TensorKind::ForwardOutput, 40.0, 1),
-            tensor("head", TensorKind::MainGrad, 30.0, 0),
-            tensor("layer.norm", TensorKind::MainGrad, 20.0, 0),
-            tensor("layer.norm", TensorKind::ParamGrad, 0.3, 0),
-            tensor("head", TensorKind::ParamGrad, 0.2, 0),
-            tensor("layer.norm", TensorKind::ParamAfterStep, 50.0, 0),
-            tensor("embed", TensorKind::ForwardOutput, 0.1, 0),
+            syntheticTensor("embed", TensorKind::ForwardOutput, 40.0, 1),
+            syntheticTensor("head", TensorKind::MainGrad, 30.0, 0),
+            syntheticTensor("layer.norm", TensorKind::MainGrad, 20.0, 0),
+            syntheticTensor("layer.norm", TensorKind::ParamGrad, 0.3, 0),
+            syntheticTensor("head", TensorKind::ParamGrad, 0.2, 0),
+            syntheticTensor("layer.norm", TensorKind::ParamAfterStep, 50.0, 0),
+            syntheticTensor("embed", TensorKind::ForwardOutput, 0.1, 0),
         };
         for (auto& t : r.tensors) {
             t.id.microBatch = t.id.kind == TensorKind::ForwardOutput ? 0 : -1;
@@ -199,9 +191,9 @@ private slots:
         // divergence, and the report says that an earlier tensor was not compared, and why.
         DiffResult r;
         r.tensors = {
-            tensor("layer.fc2", TensorKind::ForwardOutput, 0.0),
-            tensor("head", TensorKind::ForwardOutput, 80.0),
-            tensor("layer.norm", TensorKind::ForwardOutput, 0.2),
+            syntheticTensor("layer.fc2", TensorKind::ForwardOutput, 0.0),
+            syntheticTensor("head", TensorKind::ForwardOutput, 80.0),
+            syntheticTensor("layer.norm", TensorKind::ForwardOutput, 0.2),
         };
         r.tensors[0].status = Status::Invalid;
         r.tensors[0].invalid.referenceShape = "[4, 8]";
@@ -229,11 +221,11 @@ private slots:
         // although no module produced it, and everything before inherits.
         DiffResult r;
         r.tensors = {
-            tensor("head", TensorKind::ForwardOutput, 0.2),
-            tensor("head", TensorKind::OutputGrad, 900.0),
-            tensor("head", TensorKind::InputGrad, 900.0),
-            tensor("layer.fc2", TensorKind::OutputGrad, 850.0),
-            tensor("layer.fc2", TensorKind::InputGrad, 800.0),
+            syntheticTensor("head", TensorKind::ForwardOutput, 0.2),
+            syntheticTensor("head", TensorKind::OutputGrad, 900.0),
+            syntheticTensor("head", TensorKind::InputGrad, 900.0),
+            syntheticTensor("layer.fc2", TensorKind::OutputGrad, 850.0),
+            syntheticTensor("layer.fc2", TensorKind::InputGrad, 800.0),
         };
         assembleVerdicts(r, modules());
         QCOMPARE(r.module("head")->origin, Origin::Introduced);
@@ -248,7 +240,7 @@ private slots:
         auto verdictOf = [](std::vector<Status> statuses) {
             DiffResult r;
             for (const auto st : statuses) {
-                r.tensors.push_back(tensor("layer.fc1", TensorKind::ForwardOutput, 0.5));
+                r.tensors.push_back(syntheticTensor("layer.fc1", TensorKind::ForwardOutput, 0.5));
                 r.tensors.back().status = st;
                 r.tensors.back().ratio = st == Status::Divergent ? 5.0 : 0.5;
             }
@@ -266,16 +258,16 @@ private slots:
         QCOMPARE(exitCodeFor(broken), 2);
         // A module is as bad as its worst tensor in the same order: invalid beats divergent.
         DiffResult r;
-        r.tensors = {tensor("layer.fc1", TensorKind::ForwardOutput, 5.0),
-                     tensor("layer.fc1", TensorKind::ForwardInput, 0.0)};
+        r.tensors = {syntheticTensor("layer.fc1", TensorKind::ForwardOutput, 5.0),
+                     syntheticTensor("layer.fc1", TensorKind::ForwardInput, 0.0)};
         r.tensors[1].status = Status::Invalid;
         assembleVerdicts(r, modules());
         QCOMPARE(r.module("layer.fc1")->status, Status::Invalid);
     }
     void cleanRunIsClean() {
         DiffResult r;
-        r.tensors = {tensor("embed", TensorKind::ForwardOutput, 0.9),
-                     tensor("head", TensorKind::ParamGrad, 1.0)};
+        r.tensors = {syntheticTensor("embed", TensorKind::ForwardOutput, 0.9),
+                     syntheticTensor("head", TensorKind::ParamGrad, 1.0)};
         assembleVerdicts(r, modules());
         QVERIFY(r.summary.clean);
         QVERIFY(!r.firstForwardDivergence && !r.firstBackwardDivergence);

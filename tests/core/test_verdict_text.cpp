@@ -2,12 +2,14 @@
 // pair says why and nothing else; invalid tensors before the first divergence make the verdict
 // "incomplete", naming the bundle error; a module whose input could not be compared is never
 // said to introduce (or merely inherit) the divergence.
+#include "synthetic_results.h"
 #include "ttrace/verdict.h"
 #include "ttrace/verdict_text.h"
 
 #include <QtTest>
 
 using namespace ttrace;
+using ttrace::testing::syntheticTensor;
 
 namespace {
 
@@ -16,15 +18,6 @@ std::vector<ModuleInfo> modules() {
             {"layer.fc1", 1, 1, "Linear", {}},
             {"layer.fc2", 2, 1, "Linear", {}},
             {"head", 3, 2, "Linear", {}}};
-}
-
-TensorResult tensor(std::string module, TensorKind kind, double ratio) {
-    TensorResult t;
-    t.id.module = std::move(module);
-    t.id.kind = kind;
-    t.ratio = ratio;
-    t.status = verdictFor(ratio);
-    return t;
 }
 
 } // namespace
@@ -55,10 +48,10 @@ private slots:
         // partial sum, not fc2, may be the cause.
         DiffResult r;
         r.tensors = {
-            tensor("embed", TensorKind::ForwardOutput, 0.1),
-            tensor("layer.fc2", TensorKind::ForwardInput, 0.0),
-            tensor("layer.fc2", TensorKind::ForwardOutput, 5e4),
-            tensor("head", TensorKind::ForwardOutput, 6e4),
+            syntheticTensor("embed", TensorKind::ForwardOutput, 0.1),
+            syntheticTensor("layer.fc2", TensorKind::ForwardInput, 0.0),
+            syntheticTensor("layer.fc2", TensorKind::ForwardOutput, 5e4),
+            syntheticTensor("head", TensorKind::ForwardOutput, 6e4),
         };
         r.tensors[1].status = Status::Invalid;
         r.tensors[1].findings = {makeError("hole", "tensor x",
@@ -85,9 +78,9 @@ private slots:
     void validInputsStillIntroduce() {
         DiffResult r;
         r.tensors = {
-            tensor("layer.fc2", TensorKind::ForwardInput, 0.2),
-            tensor("layer.fc2", TensorKind::ForwardOutput, 5e4),
-            tensor("head", TensorKind::ForwardOutput, 6e4),
+            syntheticTensor("layer.fc2", TensorKind::ForwardInput, 0.2),
+            syntheticTensor("layer.fc2", TensorKind::ForwardOutput, 5e4),
+            syntheticTensor("head", TensorKind::ForwardOutput, 6e4),
         };
         assembleVerdicts(r, modules());
         QCOMPARE(r.module("layer.fc2")->origin, Origin::Introduced);
