@@ -24,11 +24,13 @@ APT_PACKAGES=(
   libopenmpi-dev openmpi-bin
 )
 # torch is always pinned: an unpinned torch pulls gigabytes of CUDA packages.
-# transformers and the packages it loads, pinned: the framework tests build its Llama.
+# transformers and the packages it loads, pinned: the framework tests build its Llama;
+# accelerate runs its Trainer (the integration tests).
 # pyzmq carries the localize agent's sockets; build and setuptools make the sdist and the wheel
 # (python -m build --no-isolation).
 PIP_PACKAGES=(torch==2.13.0 "h5py>=3.8" "numpy>=1.24" "pytest>=7" "ruff>=0.5" pyzmq==27.1.0
   transformers==5.23.0 huggingface_hub==2.4.0 tokenizers==0.23.3 safetensors==0.8.0
+  accelerate==1.15.0 psutil==7.2.2
   build==1.6.1 setuptools==84.2.1)
 
 # Megatron-core, pinned and without its dependencies (they pull CUDA packages); at import on

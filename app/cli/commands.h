@@ -14,5 +14,6 @@ int runValidate(std::span<const std::string_view> args);
 int runDiff(std::span<const std::string_view> args);
 int runLocalize(std::span<const std::string_view> args);
 int runServe(std::span<const std::string_view> args);
+int runCapture(std::span<const std::string_view> args);
 
 } // namespace ttrace::cli

@@ -19,6 +19,9 @@ void printUsage(std::ostream& out) {
            "  serve --reference REF --candidate CAND [--yes] [-- LAUNCH...]\n"
            "                       relaunch the candidate's script from its bundles in replay\n"
            "                       mode and serve localize (runs $TTRACE_PYTHON -m ttrace)\n"
+           "  capture --reference|--candidate --out DIR [--perturbations K] -- CMD...\n"
+           "                       run an unchanged training script as a capture; a\n"
+           "                       reference runs once per variant, joined into one bundle\n"
            "\n"
            "Run 'ttrace <command> --help' for a command's options, 'ttrace --version' for the\n"
            "version.\n";
@@ -49,6 +52,9 @@ int main(int argc, char** argv) {
     }
     if (command == "serve") {
         return ttrace::cli::runServe(rest);
+    }
+    if (command == "capture") {
+        return ttrace::cli::runCapture(rest);
     }
     std::cerr << "ttrace: unknown command '" << command << "'\n";
     printUsage(std::cerr);

@@ -1,6 +1,7 @@
 """``python -m ttrace --version``: the capture package's version, the same number as the
 ``ttrace`` CLI's and the explorer's. ``python -m ttrace serve ...``: the replay agent from
-the bundles alone (``ttrace serve`` runs it)."""
+the bundles alone (``ttrace serve`` runs it). ``python -m ttrace capture ... -- CMD``: run
+an unchanged training script as a capture (``ttrace capture`` runs it)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .agent.serve_cli import main as serve_main  # needs torch and pyzmq
 
         return serve_main(args[1:])
+    if args and args[0] == "capture":
+        from .launch.capture_command import main as capture_main
+
+        return capture_main(args[1:])
     parser = argparse.ArgumentParser(
         prog="python -m ttrace",
         description="TTrace capture package. Capture with ttrace.capture in your training "

@@ -60,6 +60,7 @@ from .precision import precision_of
 from .replay_record import merge_replay_records, rank_replay_record
 from .selection import ModuleSpec, select_modules
 from .training_snapshot import TrainingSnapshot
+from .variant_run import VariantRun, run_from_environment
 
 log = logging.getLogger("ttrace.capture")
 
@@ -94,6 +95,10 @@ class Tracer:
         self.roots = [unwrap(m) for m in wrapped]
         check_roots(self.roots)  # a model compiled as a whole: refused before any file
         self.optimizer = optimizer
+        # Started by `ttrace capture`: the launcher's role, folder and variant win.
+        self.launch = run_from_environment()
+        if self.launch is not None:
+            role, out_dir, perturbations = _launched(self.launch, role, out_dir, perturbations)
         self.out_dir = Path(out_dir)
         self.role = role
         # Not given: the parameters' dtype says it (bf16 / fp16 models, as Megatron-core's
@@ -120,6 +125,8 @@ class Tracer:
             micro_batches=set(micro_batches) if micro_batches is not None else None,
             kinds=set(kinds) if kinds is not None else None,
         )
+        if self.launch is not None:  # one variant for the whole run
+            self.state.variant, self.state.variant_index = self.launch.variant, self.launch.index
         self.names = canonical_names(self.roots)
         self.selected = select_modules(self.names, modules)
         self.calls = CallStructure()
@@ -142,7 +149,7 @@ class Tracer:
             coords=dict(writer.coords),
             parallel=self.parallel.sizes(),
             precision=self.precision,
-            variants=["nominal", *self.perturbation.variants],
+            variants=self._variants_written(),
             model=model_name,
         )
         status.write(self.out_dir)
@@ -296,6 +303,13 @@ class Tracer:
                 f"tracer.{loop} inside tracer.{self._variant_loop}: use one variants loop",
             )
         self._variant_loop = loop
+        if self.launch is not None:
+            # Started by `ttrace capture`: this run is one variant, set for the whole run.
+            try:
+                yield self.state.variant
+            finally:
+                self._variant_loop = None
+            return
         try:
             snapshot = self._snapshot() if self.perturbation.variants else None
             for k, name in enumerate(self.perturbation.variants, start=1):
@@ -321,13 +335,15 @@ class Tracer:
         wanted = s.iterations is None or iteration in s.iterations
         if not wanted:
             return
-        if self.perturbation.count and self._variant_loop is None:
+        if self.perturbation.count and self._variant_loop is None and self.launch is None:
             raise LoopError(
                 "step_outside_variants",
                 f"the reference has perturbations={self.perturbation.count} but "
                 f"tracer.step({iteration}) runs outside a variants loop, so no perturbed "
                 "variant would be captured: wrap the loop over iterations in "
-                "`for _ in tracer.run_variants():` (outside `tracer.step()`)",
+                "`for _ in tracer.run_variants():` (outside `tracer.step()`), or, where a "
+                "framework owns the loop, run the unchanged script under `ttrace capture "
+                "--reference --perturbations N` (one variant per run)",
             )
         key = (s.variant, iteration)
         if key in self._stepped:
@@ -408,7 +424,11 @@ class Tracer:
             self.table.export(self.parallel.pp_rank, self.parallel.pp),
             sorted(self.state.seen_iterations),
             self.state.max_mb,
-            self.perturbation.manifest_entry(),
+            # The nominal run of `ttrace capture` perturbs nothing; the joined bundle takes
+            # the perturbation from its perturbed runs.
+            None
+            if self.launch is not None and self.launch.index == 0
+            else self.perturbation.manifest_entry(),
             not failed,
             self.opt_hooks.config.section() if self.opt_hooks is not None else None,
             rank_replay_record(self) if self.role == "candidate" else None,
@@ -456,7 +476,7 @@ class Tracer:
             world_size=self.world_size,
             parallel=self.parallel.sizes(),
             precision=self.precision,
-            variants=["nominal", *self.perturbation.variants],
+            variants=self._variants_written(),
             modules=merge_tables([p[1] for p in gathered]),
             iterations=iterations,
             micro_batches=max_mb + 1,
@@ -470,6 +490,13 @@ class Tracer:
             else None,
         )
         remove_status_records(self.out_dir, self.world_size)
+
+    def _variants_written(self) -> list[str]:
+        """The variants this run's files hold (one per run under `ttrace capture`, which joins
+        them into one bundle afterwards)."""
+        if self.launch is None:
+            return ["nominal", *self.perturbation.variants]
+        return ["nominal"] if self.launch.index == 0 else ["nominal", self.launch.variant]
 
     def _atexit(self) -> None:
         # A job that exits without close(): leave a readable rank file, and a status record
@@ -487,3 +514,27 @@ class Tracer:
                     self.writer.writer.path,
                     self.writer.writer.tensors,
                 )
+
+
+def _launched(
+    launch: VariantRun,
+    role: str,
+    out_dir: str | os.PathLike[str],
+    perturbations: int | Perturbation,
+) -> tuple[str, Path, int | Perturbation]:
+    """The role, folder and perturbations of a run started by `ttrace capture`: the
+    launcher's, whatever the script says (the same script serves both roles unchanged)."""
+    if role != launch.role or Path(out_dir) != launch.out_dir:
+        log.info(
+            "ttrace: started by `ttrace capture`: role %s into %s (the script says %s into %s)",
+            launch.role,
+            launch.out_dir,
+            role,
+            out_dir,
+        )
+    if launch.role == "candidate":
+        return launch.role, launch.out_dir, 0
+    given = perturbations if isinstance(perturbations, Perturbation) else None
+    if given is not None and given.count == launch.count:
+        return launch.role, launch.out_dir, given  # keeps the script's seeds and scale
+    return launch.role, launch.out_dir, launch.count

@@ -1,0 +1,1 @@
+"""Capture inside training loops that frameworks own (docs/integrations.md)."""

@@ -1,0 +1,1 @@
+"""Launchers that run a user's unchanged training command as a capture."""
