@@ -1,5 +1,5 @@
 """Hugging Face `Trainer.train()` on a tiny Llama, its loop untouched: the user's script plus
-the two ttrace lines (ending in `# ttrace`). One process is the reference, torchrun with 2
+two ttrace lines (ending in `# ttrace`). One process is the reference, torchrun with 2
 processes the DDP candidate (gloo, CPU); `ttrace capture` decides the role and variant.
 
 `--bug scale|drop` is the user's bug: a DDP communication hook, registered when training
@@ -16,9 +16,8 @@ from typing import Any
 
 import torch
 from torch.utils.data import Dataset
-from transformers import Trainer, TrainerCallback, TrainingArguments
+from transformers import Trainer, TrainerCallback, TrainingArguments, set_seed
 
-import ttrace.capture as ttc  # ttrace
 from ttrace.integrations.transformers import trace  # ttrace
 
 from .common import BATCH, SEQ, STEPS, VOCAB, finish
@@ -58,8 +57,8 @@ def main() -> None:
     a = p.parse_args()
     torch.use_deterministic_algorithms(True)
     world = int(os.environ.get("WORLD_SIZE", "1"))
+    set_seed(0)  # the same initial weights in every run and on every rank
     model = tiny_llama()
-    ttc.seeded_init(model, seed=0)  # ttrace
     args = TrainingArguments(
         output_dir=tempfile.mkdtemp(prefix="hf-trainer-"),
         per_device_train_batch_size=BATCH // world // a.accumulate,
