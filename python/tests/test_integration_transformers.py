@@ -10,31 +10,15 @@ a divergence in the gradient reduction at iteration 0, worst at that parameter. 
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from cli_paths import ttrace_binary
 from job_runner import PYTHON_DIR, diff
+from launch_runner import capture
 
 SCRIPT = PYTHON_DIR / "tests" / "frameworks" / "hf_trainer.py"
 MODULE = "tests.frameworks.hf_trainer"
 GUILTY = "model.layers.0.mlp.down_proj"
-
-
-def capture(role: list[str], out: Path, nproc: int, args: list[str]) -> None:
-    env = dict(os.environ, PYTHONPATH=str(PYTHON_DIR), OMP_NUM_THREADS="1")
-    env |= {"TTRACE_PYTHON": sys.executable, "PYTHONWARNINGS": "ignore"}
-    if nproc == 1:
-        launch = [sys.executable, "-m", MODULE]
-    else:
-        launch = [sys.executable, "-m", "torch.distributed.run", "--standalone"]
-        launch += [f"--nproc-per-node={nproc}", "-m", MODULE]
-    cmd = [str(ttrace_binary()), "capture", *role, "--out", str(out), "--", *launch, *args]
-    proc = subprocess.run(cmd, cwd=PYTHON_DIR, env=env, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, f"{' '.join(cmd)}:\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
 
 
 class References:
@@ -48,9 +32,8 @@ class References:
     def __getitem__(self, accumulate: int) -> Path:
         if accumulate not in self.made:
             out = self.base / f"accumulate-{accumulate}"
-            capture(
-                ["--reference", "--perturbations", "2"], out, 1, ["--accumulate", str(accumulate)]
-            )
+            role = ["--reference", "--perturbations", "2"]
+            capture(MODULE, role, out, 1, ["--accumulate", str(accumulate)])
             self.made[accumulate] = out
         return self.made[accumulate]
 
@@ -68,7 +51,7 @@ def test_the_script_needs_two_lines() -> None:
 @pytest.mark.parametrize("accumulate", [1, 2])
 def test_correct_ddp_is_clean(references: References, tmp_path: Path, accumulate: int) -> None:
     cand = tmp_path / "cand"
-    capture(["--candidate"], cand, 2, ["--accumulate", str(accumulate)])
+    capture(MODULE, ["--candidate"], cand, 2, ["--accumulate", str(accumulate)])
     code, report, text = diff(references[accumulate], cand, tmp_path)
     summary = report["summary"]
     assert code == 0, text
@@ -82,7 +65,7 @@ def test_a_scaled_partial_gradient_is_caught_in_the_reduction(
     references: References, tmp_path: Path
 ) -> None:
     cand = tmp_path / "cand"
-    capture(["--candidate"], cand, 2, ["--bug", "scale"])
+    capture(MODULE, ["--candidate"], cand, 2, ["--bug", "scale"])
     code, report, text = diff(references[1], cand, tmp_path)
     assert code == 1, text
     first = report["first_divergence"]
