@@ -299,12 +299,21 @@ class ModuleHooks:
             count = s.mb_counter.get(chunk, 0)
             s.mb_counter[chunk] = count + 1
             s.forward_mb = s.explicit_mb if s.explicit_mb is not None else count
-            key = (s.variant, s.iteration)
-            if s.wants(-1) and s.wants_kind("parameter") and (key, chunk) not in s.params_done:
-                s.params_done.add((key, chunk))
-                self._guard("parameters", lambda: self._capture_parameters(chunk))
+            self._parameters_once(chunk)
 
         return hook
+
+    def _parameters_once(self, chunk: int | None) -> None:
+        """The chunk's parameters, once per step: at its root's first forward, or at the
+        first module that runs when the loop calls submodules without the root's forward
+        (Lightning's `training_step` on one device)."""
+        s = self.state
+        key = (s.variant, s.iteration)
+        if chunk is None or (key, chunk) in s.params_done:
+            return
+        if s.wants(-1) and s.wants_kind("parameter"):
+            s.params_done.add((key, chunk))
+            self._guard("parameters", lambda: self._capture_parameters(chunk))
 
     def _capture_parameters(self, chunk: int) -> None:
         for p, (module, _) in self.owner.items():
@@ -355,6 +364,8 @@ class ModuleHooks:
         self, module: nn.Module, args: tuple, kwargs: dict[str, Any], recompute: bool
     ) -> Any:
         s = self.state
+        if not recompute:
+            self._parameters_once(self.names.root_of.get(module))
         items = [(i, a) for i, a in enumerate(args)] + list(kwargs.items())
         frame = self._begin_call(module, items, recompute)
         if frame.record is None:

@@ -45,7 +45,17 @@ class OptimizerHooks:
         self.config = OptimizerConfigRecorder(optimizer, self._qualified_name)
 
         def step(*args: Any, **kwargs: Any) -> Any:
-            self.before_step()
+            closure = kwargs.get("closure", args[0] if args else None)
+            if closure is None:
+                self.before_step()
+            else:
+                # A closure (Lightning's automatic optimization) runs the forward and backward
+                # inside step(): the gradients exist only once it has returned.
+                wrapped = self._after_closure(closure)
+                if "closure" in kwargs:
+                    kwargs["closure"] = wrapped
+                else:
+                    args = (wrapped, *args[1:])
             result = self._original(*args, **kwargs)
             self.after_step()
             self.on_step()
@@ -55,6 +65,21 @@ class OptimizerHooks:
 
     def remove(self) -> None:
         self.optimizer.step = self._original
+
+    def _after_closure(self, closure: Callable[[], Any]) -> Callable[[], Any]:
+        """`closure`, then the main gradients read once: an optimizer that evaluates its
+        closure again (L-BFGS) reads them after the first evaluation only."""
+        done = False
+
+        def run() -> Any:
+            nonlocal done
+            result = closure()
+            if not done:
+                done = True
+                self.before_step()
+            return result
+
+        return run
 
     def _active(self, kind: str) -> bool:
         s = self.state

@@ -252,12 +252,16 @@ class Tracer:
 
     @contextlib.contextmanager
     def micro_batch(self, micro_batch: int) -> Iterator[None]:
-        previous = self.state.explicit_mb
-        self.state.explicit_mb = int(micro_batch)
+        s = self.state
+        previous = s.explicit_mb, s.forward_mb
+        # Also the forward's number now: a loop that calls the model's submodules without
+        # its root's forward (Lightning's `training_step` on one device) has no root call to
+        # set it.
+        s.explicit_mb = s.forward_mb = int(micro_batch)
         try:
             yield
         finally:
-            self.state.explicit_mb = previous
+            s.explicit_mb, s.forward_mb = previous
 
     def variants(self, iteration: int) -> Iterator[str]:
         """Reference only, per-step perturbation: yields `perturbed-1..K` then `nominal`.
