@@ -39,6 +39,13 @@ VOCAB, HIDDEN, HEADS, LAYERS, SEQ, BATCH, MICRO_BATCHES, STEPS = 128, 32, 4, 2, 
 EXPERTS, TOPK = 4, 2
 
 
+def set_batch(moe: bool) -> None:
+    """MoE runs use a batch of 8: 4 data-parallel ranks then hold 2 rows each, so no local
+    batch of 1 looks like a broadcast mask's batch dimension."""
+    global BATCH
+    BATCH = 8 if moe else BATCH
+
+
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", required=True)
@@ -149,6 +156,7 @@ def print_loss(step: int, stats: list[dict]) -> None:
 
 def main() -> None:
     args = parse_args()
+    set_batch(args.moe)
     world = init(args)
     config, model = build(args)
     if world > 1:

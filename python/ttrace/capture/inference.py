@@ -566,4 +566,7 @@ class PlacementInference:
                 scale = info.reduction_scale(info.dp * info.cp if groups else data)
                 return placement_from_dims(shape, dims, "sum", index), scale
         combine = "replica" if replicas > 1 else "copy"
-        return placement_from_dims(shape, dims, combine), 1.0
+        scale = 1.0
+        if kind == "param_grad" and groups is not None:
+            scale = info.reduction_scale(info.dp * info.cp)  # one copy of the expert: all losses
+        return placement_from_dims(shape, dims, combine), scale

@@ -130,8 +130,8 @@ class TokenRouting:
         root = self.names.expert_root.get(module, module)
         found = self.rows.get(root)
         if found is not None and tensor.shape[0] == len(found.rows.indices):
-            if not found.expert:  # the router
-                return found
+            if not found.expert:  # the router: its outputs [tokens, experts]
+                return found if direction == "out" and tensor.dim() == 2 else None
             layout = expert_layout(module, direction, tensor.dim())
             return RowsDecision(found.rows, layout, found.over, True)
         counts = self.counts.get(module)
