@@ -33,7 +33,7 @@ from megatron.core.optimizer import OptimizerConfig, get_megatron_optimizer  # n
 from megatron.core.pipeline_parallel import get_forward_backward_func  # noqa: E402
 from megatron.core.transformer import TransformerConfig  # noqa: E402
 
-from .bugs import inject  # noqa: E402
+from .bugs import inject, inject_ddp  # noqa: E402
 
 VOCAB, HIDDEN, HEADS, LAYERS, SEQ, BATCH, MICRO_BATCHES, STEPS = 128, 32, 4, 2, 16, 4, 2, 2
 EXPERTS, TOPK = 4, 2
@@ -166,6 +166,8 @@ def main() -> None:
         grad_reduce_in_fp32=True, use_distributed_optimizer=args.dist_optimizer
     )
     ddp = DistributedDataParallel(config, ddp_config, model)
+    if world > 1:
+        inject_ddp(args.bug, ddp)
     optimizer = get_megatron_optimizer(
         OptimizerConfig(
             optimizer="adam",
