@@ -124,8 +124,9 @@ class TokenRouting:
     # --- lookups for placement inference --------------------------------------------------
 
     def decide(self, module: nn.Module, direction: str, tensor: torch.Tensor) -> Any:
-        """The rows of `tensor`, an input or output of `module`, or None."""
-        if tensor.dim() == 0:
+        """The rows of `tensor`, an input or output of `module`, or None. Only during a
+        captured step: rows recorded for one call say nothing about a replay's tokens."""
+        if tensor.dim() == 0 or not self.state.in_step:
             return None
         root = self.names.expert_root.get(module, module)
         found = self.rows.get(root)
