@@ -20,6 +20,7 @@ layer's groups makes in the same order.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,6 +35,8 @@ from .layout import Layout
 from .naming import ModuleNames
 from .shard_math import slice_full
 from .token_rows import TokenRows, expert_layout
+
+log = logging.getLogger("ttrace.capture")
 
 DISPATCH = ("dispatch_preprocess", "token_dispatch", "dispatch_postprocess")
 
@@ -56,7 +59,8 @@ class LayerCall:
 
     ids: torch.Tensor  # global token id of each local token, [s_local, b_local]
     replica: bool
-    order: dict[int, dict[int, int]] = field(default_factory=dict)  # expert -> id -> row
+    # expert -> the global token ids routed to it, ascending (its reference rows)
+    order: list[torch.Tensor] = field(default_factory=list)
     shadow: torch.Tensor | None = None
 
 
@@ -99,6 +103,7 @@ class TokenRouting:
         self.counts: dict[nn.Module, RowsDecision] = {}  # tokens per local expert
         self._handles: list[Any] = []
         self._patched: list[tuple[Any, str]] = []
+        self._warned: set[str] = set()
 
     def install(self) -> None:
         for module in self.names.names:
@@ -146,6 +151,9 @@ class TokenRouting:
     def _layer_pre(self, layer: nn.Module, dispatcher: Any) -> Callable:
         def hook(module: nn.Module, args: tuple, kwargs: dict[str, Any]) -> None:
             self.calls.pop(id(dispatcher), None)
+            for m in [layer.router, layer.experts, *getattr(layer.experts, EXPERT_LIST)]:
+                self.rows.pop(m, None)  # nothing recorded for another call may place this one
+            self.counts.pop(layer.experts, None)
             if not self.state.in_step:
                 return
             hidden = args[0] if args else kwargs.get("hidden_states")
@@ -196,43 +204,64 @@ class TokenRouting:
         self, layer: nn.Module, dispatcher: Any, call: LayerCall, routing_map: torch.Tensor
     ) -> None:
         """Each expert's reference rows: the global tokens routed to it, in id order."""
-        mine = (call.ids.flatten().tolist(), routing_map.detach().cpu().tolist())
+        mine = (call.ids.flatten().cpu(), routing_map.detach().cpu())
         groups = [
             getattr(dispatcher, "tp_ep_group", None),
             getattr(layer.experts, "dp_group", None),
         ]
         every = _gather([mine], [g for g in groups if isinstance(g, dist.ProcessGroup)])
-        routed: dict[int, list[bool]] = {}
-        for ids, rows in every:
-            for g, row in zip(ids, rows, strict=True):
-                routed.setdefault(int(g), row)
-        experts = len(next(iter(routed.values()))) if routed else 0
-        for e in range(experts):
-            tokens = sorted(g for g, row in routed.items() if row[e])
-            call.order[e] = {g: i for i, g in enumerate(tokens)}
+        ids = torch.cat([i for i, _ in every])
+        routed = torch.cat([m for _, m in every])
+        # Tokens held by several ranks (replicas over tensor parallelism) count once.
+        ids, order = torch.sort(ids, stable=True)
+        first = torch.ones_like(ids, dtype=torch.bool)
+        first[1:] = ids[1:] != ids[:-1]
+        ids, routed = ids[first], routed[order][first]
+        call.order = [ids[routed[:, e]] for e in range(routed.shape[1])]
 
     def _expert_rows(self, layer: nn.Module, call: LayerCall, per_expert: Any) -> None:
         container = layer.experts
         groups = expert_groups(container) or ExpertGroups()
         over = (groups.etp, groups.etp_rank)
         experts = list(getattr(container, EXPERT_LIST))
-        ids = self.names.expert_id
+        expert_ids = self.names.expert_id
         counts = [int(n) for n in torch.as_tensor(per_expert).tolist()]
         assert call.shadow is not None
-        shadow = call.shadow.flatten().round().to(torch.int64).tolist()
-        offsets, total = {}, 0
-        for e in sorted(call.order):
-            offsets[e], total = total, total + len(call.order[e])
+        shadow = call.shadow.flatten().round().to(torch.int64).cpu()
+        sizes = [len(tokens) for tokens in call.order]
+        offsets = [sum(sizes[:e]) for e in range(len(sizes))]
+        found: dict[nn.Module, RowsDecision] = {}
         start, whole = 0, []
         for expert, n in zip(experts, counts, strict=True):
-            e = ids[expert]
-            rows = [call.order[e][g] for g in shadow[start : start + n]]
+            e = expert_ids[expert]
+            tokens, got = call.order[e], shadow[start : start + n]
             start += n
-            whole += [offsets[e] + r for r in rows]
-            size = len(call.order[e])
-            self.rows[expert] = RowsDecision(TokenRows(size, tuple(rows)), Layout(), over, True)
-        self.rows[container] = RowsDecision(TokenRows(total, tuple(whole)), Layout(), over, True)
-        self._counts(container, [ids[x] for x in experts], len(call.order), groups)
+            rows = torch.searchsorted(tokens, got)
+            if bool((rows >= len(tokens)).any()) or not torch.equal(tokens[rows], got):
+                # A row its router did not send there: the dispatch itself is wrong. No
+                # reference row to place it at; its tensors are left to the other rules.
+                self._misrouted(layer, expert)
+                return
+            found[expert] = RowsDecision(
+                TokenRows(sizes[e], tuple(rows.tolist())), Layout(), over, True
+            )
+            whole += (rows + offsets[e]).tolist()
+        self.rows.update(found)
+        self.rows[container] = RowsDecision(
+            TokenRows(sum(sizes), tuple(whole)), Layout(), over, True
+        )
+        self._counts(container, [expert_ids[x] for x in experts], len(sizes), groups)
+
+    def _misrouted(self, layer: nn.Module, expert: nn.Module) -> None:
+        name = self.names.name(expert)
+        if name not in self._warned:
+            self._warned.add(name)
+            log.warning(
+                "ttrace: %s received tokens the router of %s did not route to it: its rows "
+                "cannot be placed in the reference's token order",
+                name,
+                self.names.name(layer),
+            )
 
     def _counts(
         self, container: nn.Module, local: list[int], experts: int, groups: ExpertGroups
