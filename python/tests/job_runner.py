@@ -15,9 +15,9 @@ from cli_paths import ttrace_binary
 PYTHON_DIR = Path(__file__).resolve().parents[1]
 
 
-def run_module(module: str, args: Sequence[str], nproc: int, timeout: int) -> None:
-    """`python -m MODULE ARGS` from python/, under torchrun when nproc > 1; raises with the
-    tail of its output when it fails."""
+def run_module(module: str, args: Sequence[str], nproc: int, timeout: int) -> str:
+    """`python -m MODULE ARGS` from python/, under torchrun when nproc > 1; its standard
+    output; raises with the tail of its output when it fails."""
     env = dict(os.environ, PYTHONPATH=str(PYTHON_DIR), OMP_NUM_THREADS="1")
     env["PYTHONWARNINGS"] = "ignore"
     target = ["-m", module, *args]
@@ -33,6 +33,7 @@ def run_module(module: str, args: Sequence[str], nproc: int, timeout: int) -> No
         raise AssertionError(
             f"{' '.join(cmd)} failed:\n{proc.stdout[-4000:]}\n{proc.stderr[-6000:]}"
         )
+    return proc.stdout
 
 
 def diff(ref: Path, cand: Path, work: Path) -> tuple[int, dict, str]:

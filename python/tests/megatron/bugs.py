@@ -10,6 +10,14 @@ included, is Megatron-core's.
   partial sum scaled by 1 + 1e-3 (an error a few times the fp32 round-off floor);
 - `bias_before_reduce`: `decoder.layers.0.self_attention.linear_proj` (skip-bias-add) adds
   its bias to every rank's partial sum before the reduction, as well as returning it.
+
+Mixture-of-experts bugs (`--moe`), in Megatron-core's own router, dispatcher and DDP:
+- `router_no_renorm`: `decoder.layers.0.mlp.router` on rank 1 returns its top-k
+  probabilities without renormalizing them (the softmax over all experts, masked);
+- `unpermute_mismatch`: the token dispatcher of `decoder.layers.0.mlp` on rank 1
+  un-permutes its combined tokens with two entries of its permutation mapping swapped;
+- `expert_grad_not_reduced` (a DDP bug, `inject_ddp`): the expert-parallel gradient buckets
+  are scaled but never all-reduced over expert data parallelism.
 """
 
 from __future__ import annotations
@@ -28,6 +36,12 @@ BUGS = {
     "scale_rank": "decoder.layers.1.self_attention.linear_proj",
     "bias_before_reduce": "decoder.layers.0.self_attention.linear_proj",
 }
+MOE_BUGS = {
+    "router_no_renorm": "decoder.layers.0.mlp.router",
+    "unpermute_mismatch": "decoder.layers.0.mlp",
+}
+DDP_BUGS = ("expert_grad_not_reduced",)
+BUGGY_RANK = 1
 SCALE = 1.0 + 1e-3
 REDUCERS = (
     "reduce_from_tensor_model_parallel_region",
@@ -73,11 +87,65 @@ def _wrong(name: str, module: torch.nn.Module) -> Callable:
     return lambda reduce, x, group: reduce(x + module.bias)
 
 
+def _router_no_renorm(router: torch.nn.Module) -> None:
+    original = router.routing
+
+    def routing(logits: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
+        probs, routing_map = original(logits, *args, **kwargs)
+        full = torch.softmax(logits.reshape(probs.shape).float(), dim=-1).to(probs.dtype)
+        return full * routing_map, routing_map
+
+    router.routing = routing
+
+
+def _unpermute_mismatch(layer: torch.nn.Module) -> None:
+    dispatcher = layer.token_dispatcher
+    original = dispatcher.combine_postprocess
+
+    def combine_postprocess(tokens: torch.Tensor) -> torch.Tensor:
+        mapping = dispatcher.reversed_local_input_permutation_mapping
+        rows = torch.nonzero(mapping != mapping[0]).flatten()
+        if rows.numel():  # swap the first row with the first row of another token
+            mapping = mapping.clone()
+            mapping[0], mapping[rows[0]] = mapping[rows[0]].clone(), mapping[0].clone()
+            dispatcher.reversed_local_input_permutation_mapping = mapping
+        return original(tokens)
+
+    dispatcher.combine_postprocess = combine_postprocess
+
+
+def inject_ddp(name: str, ddp: Any) -> None:
+    """`expert_grad_not_reduced`: the expert buckets' all-reduce over expert-DP is skipped
+    (their gradients are still scaled as if it ran)."""
+    if name not in DDP_BUGS:
+        return
+    import torch.distributed as dist
+
+    for group in ddp.expert_parallel_bucket_groups:
+        original = group.start_grad_sync
+
+        def start(*args: Any, _o: Callable = original, **kwargs: Any) -> Any:
+            saved = dist.all_reduce
+            dist.all_reduce = lambda *a, **k: None
+            try:
+                return _o(*args, **kwargs)
+            finally:
+                dist.all_reduce = saved
+
+        group.start_grad_sync = start
+
+
 def inject(name: str, model: torch.nn.Module) -> None:
-    if name == "none":
+    if name == "none" or name in DDP_BUGS:
+        return
+    if name in MOE_BUGS:
+        if torch.distributed.get_rank() == BUGGY_RANK:
+            module = model.get_submodule(MOE_BUGS[name])
+            _router_no_renorm(module) if name == "router_no_renorm" else _unpermute_mismatch(module)
         return
     if name not in BUGS:
-        raise ValueError(f"unknown bug {name!r}; known: {', '.join(BUGS)}")
+        known = [*BUGS, *MOE_BUGS, *DDP_BUGS]
+        raise ValueError(f"unknown bug {name!r}; known: {', '.join(known)}")
     module = model.get_submodule(BUGS[name])
     wrong = _wrong(name, module)
     original = type(module).forward

@@ -6,6 +6,14 @@ DDP, optimizers and schedules run on gloo. Test harness only: capture needs none
 - `Tensor.type()` (no argument) answers the CUDA type name: the mixed-precision optimizers
   sort parameters by it;
 - the model-parallel CUDA RNG tracker forks nothing (dropout is 0 in these runs);
+- CUDA streams and events (the MoE all-to-all dispatcher copies its split sizes to the host on
+  a side stream): one stream that is always current, events that are always complete;
+- Transformer Engine's router GEMM: without TE, `moe_utils` never defines `te_general_gemm`
+  (its import fallback forgets it); it is defined as None, which selects Megatron's own
+  torch path;
+- `maybe_move_tensor_to_cpu(t, as_numpy=True)` (the dispatcher's device-to-host copy of its
+  split sizes) returns the numpy array for a tensor already on the CPU too, as it does for
+  one on the GPU;
 - Apex's fused layer-norm kernel is `F.layer_norm`, so the local spec keeps Megatron's own
   `FusedLayerNorm` module (which marks its weights `sequence_parallel`; the torch fallback
   refuses sequence parallelism).
@@ -53,6 +61,42 @@ class _LayerNormAffine(torch.autograd.Function):
         return torch.nn.functional.layer_norm(x, shape, weight, bias, eps)
 
 
+def _host_copy(original: Callable[..., Any]) -> Callable[..., Any]:
+    def move(tensor: Any, as_numpy: bool = False, record_stream: bool = False) -> Any:
+        if torch.is_tensor(tensor) and not tensor.is_cuda and as_numpy:
+            return tensor.numpy()
+        return original(tensor, as_numpy=as_numpy, record_stream=record_stream)
+
+    return move
+
+
+class _CpuEvent:
+    def synchronize(self) -> None:
+        pass
+
+
+class _CpuStream:
+    """The one CPU "stream": work is done when it is issued."""
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> _CpuStream:
+        global _STREAM
+        if _STREAM is None:
+            _STREAM = super().__new__(cls)
+        return _STREAM
+
+    def wait_stream(self, other: Any) -> None:
+        pass
+
+    def record_event(self, event: Any = None) -> _CpuEvent:
+        return _CpuEvent()
+
+    def synchronize(self) -> None:
+        pass
+
+
+_STREAM: _CpuStream | None = None
+
+
 def _use_fused_layer_norm() -> None:
     from megatron.core.fusions import fused_layer_norm
     from megatron.core.models import backends
@@ -74,10 +118,20 @@ def install() -> None:
     for name in _FACTORIES:
         setattr(torch, name, _cpu_device(getattr(torch, name)))
     torch.Tensor.type = _cuda_type_name(torch.Tensor.type)  # type: ignore[method-assign]
+    torch.cuda.Stream = _CpuStream  # type: ignore[misc, assignment]
+    torch.cuda.current_stream = lambda device=None: _CpuStream()  # type: ignore[assignment]
+    torch.cuda.stream = lambda stream=None: contextlib.nullcontext()  # type: ignore[assignment]
 
     from megatron.core.tensor_parallel import random as mp_random
 
     mp_random.CudaRNGStatesTracker.fork = lambda self, name=None: contextlib.nullcontext()
     mp_random.CudaRNGStatesTracker.add = lambda self, name, seed: None
     mp_random.model_parallel_cuda_manual_seed = lambda *a, **k: None
+    from megatron.core.transformer.moe import moe_utils
+
+    if not hasattr(moe_utils, "te_general_gemm"):
+        moe_utils.te_general_gemm = None
+    from megatron.core.transformer.moe import token_dispatcher
+
+    token_dispatcher.maybe_move_tensor_to_cpu = _host_copy(moe_utils.maybe_move_tensor_to_cpu)
     _use_fused_layer_norm()

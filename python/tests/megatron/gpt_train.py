@@ -33,9 +33,17 @@ from megatron.core.optimizer import OptimizerConfig, get_megatron_optimizer  # n
 from megatron.core.pipeline_parallel import get_forward_backward_func  # noqa: E402
 from megatron.core.transformer import TransformerConfig  # noqa: E402
 
-from .bugs import inject  # noqa: E402
+from .bugs import inject, inject_ddp  # noqa: E402
 
 VOCAB, HIDDEN, HEADS, LAYERS, SEQ, BATCH, MICRO_BATCHES, STEPS = 128, 32, 4, 2, 16, 4, 2, 2
+EXPERTS, TOPK = 4, 2
+
+
+def set_batch(moe: bool) -> None:
+    """MoE runs use a batch of 8: 4 data-parallel ranks then hold 2 rows each, so no local
+    batch of 1 looks like a broadcast mask's batch dimension."""
+    global BATCH
+    BATCH = 8 if moe else BATCH
 
 
 def parse_args() -> argparse.Namespace:
@@ -46,10 +54,14 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--dist-optimizer", action="store_true")
     parser.add_argument("--bf16", action="store_true")
     parser.add_argument("--bug", default="none")
+    parser.add_argument("--moe", action="store_true", help=f"{EXPERTS} experts, top-{TOPK}")
+    parser.add_argument("--ep", type=int, default=1, help="expert parallel size")
+    parser.add_argument("--etp", type=int, default=None, help="expert tensor parallel size")
+    parser.add_argument("--dispatcher", default="alltoall", help="MoE token dispatcher")
     return parser.parse_args()
 
 
-def init(tp: int) -> int:
+def init(args: argparse.Namespace) -> int:
     torch.manual_seed(0)
     world = int(os.environ.get("WORLD_SIZE", "1"))
     if world == 1:
@@ -57,7 +69,11 @@ def init(tp: int) -> int:
         dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
     else:
         dist.init_process_group("gloo")
-    parallel_state.initialize_model_parallel(tensor_model_parallel_size=tp)
+    parallel_state.initialize_model_parallel(
+        tensor_model_parallel_size=args.tp,
+        expert_model_parallel_size=args.ep,
+        expert_tensor_parallel_size=args.etp,
+    )
     return world
 
 
@@ -72,7 +88,33 @@ def micro_batch(step: int, mb: int) -> dict[str, torch.Tensor]:
     rows = ids[rank * BATCH // dp : (rank + 1) * BATCH // dp]
     mask = torch.triu(torch.ones(SEQ, SEQ, dtype=torch.bool), diagonal=1)[None, None]
     positions = torch.arange(SEQ).expand(rows.shape[0], SEQ)
-    return {"ids": rows[:, :-1], "labels": rows[:, 1:], "mask": mask, "positions": positions}
+    # MoE routing leaves padding out: the last tokens of each row (True = padding).
+    lengths = torch.randint(SEQ // 2, SEQ + 1, (BATCH,), generator=g)
+    padding = torch.arange(SEQ)[None, :] >= lengths[:, None]
+    return {
+        "ids": rows[:, :-1],
+        "labels": rows[:, 1:],
+        "mask": mask,
+        "positions": positions,
+        "padding": padding[rank * BATCH // dp : (rank + 1) * BATCH // dp],
+    }
+
+
+def moe_options(args: argparse.Namespace) -> dict:
+    if not args.moe:
+        return {}
+    return {
+        "num_moe_experts": EXPERTS,
+        "moe_router_topk": TOPK,
+        "moe_token_dispatcher_type": args.dispatcher,
+        "expert_model_parallel_size": args.ep,
+        "expert_tensor_parallel_size": args.etp,
+        "moe_aux_loss_coeff": 0.0,
+        "moe_ffn_hidden_size": 2 * HIDDEN,
+        # As in Mixtral: no linear biases (an expert's bias is added in place to the output
+        # of its reduction, which autograd refuses at tp 1).
+        "add_bias_linear": False,
+    }
 
 
 def build(args: argparse.Namespace) -> tuple[TransformerConfig, GPTModel]:
@@ -90,10 +132,11 @@ def build(args: argparse.Namespace) -> tuple[TransformerConfig, GPTModel]:
         params_dtype=dtype,
         pipeline_dtype=dtype,
         finalize_model_grads_func=finalize_model_grads,
+        **moe_options(args),
     )
     model = GPTModel(
         config,
-        get_gpt_layer_local_spec(),
+        get_gpt_layer_local_spec(num_experts=EXPERTS if args.moe else None),
         vocab_size=VOCAB,
         max_sequence_length=SEQ,
         position_embedding_type="learned_absolute",
@@ -101,9 +144,20 @@ def build(args: argparse.Namespace) -> tuple[TransformerConfig, GPTModel]:
     return config, model.to(dtype)
 
 
+def print_loss(step: int, stats: list[dict]) -> None:
+    """The global batch's mean loss (each data-parallel rank's mean, averaged), on rank 0."""
+    loss = torch.stack([s["lm loss"] for s in stats]).mean()
+    group = parallel_state.get_data_parallel_group()
+    dist.all_reduce(loss, group=group)
+    loss /= dist.get_world_size(group)
+    if dist.get_rank() == 0:
+        print(f"step {step} loss {loss.item():.6f}", flush=True)
+
+
 def main() -> None:
     args = parse_args()
-    world = init(args.tp)
+    set_batch(args.moe)
+    world = init(args)
     config, model = build(args)
     if world > 1:
         inject(args.bug, model)
@@ -112,6 +166,8 @@ def main() -> None:
         grad_reduce_in_fp32=True, use_distributed_optimizer=args.dist_optimizer
     )
     ddp = DistributedDataParallel(config, ddp_config, model)
+    if world > 1:
+        inject_ddp(args.bug, ddp)
     optimizer = get_megatron_optimizer(
         OptimizerConfig(
             optimizer="adam",
@@ -127,10 +183,18 @@ def main() -> None:
     variants = 2 * (world == 1)  # ttrace
     tracer = ttc.Tracer(ddp, optimizer, args.out, role=role, perturbations=variants)  # ttrace
     forward_backward = get_forward_backward_func()
+    moe = args.moe
 
     def forward_step(data_iterator, model):  # Megatron's forward_step_func convention
         batch = next(data_iterator)
-        losses = model(batch["ids"], batch["positions"], batch["mask"], labels=batch["labels"])
+        padding = batch["padding"] if moe else None
+        losses = model(
+            batch["ids"],
+            batch["positions"],
+            batch["mask"],
+            labels=batch["labels"],
+            padding_mask=padding,
+        )
 
         def loss_func(output: torch.Tensor) -> tuple[torch.Tensor, dict]:
             loss = output.float().mean()
@@ -141,7 +205,7 @@ def main() -> None:
     def train_step(step: int) -> None:
         ddp.zero_grad_buffer()
         optimizer.zero_grad()
-        forward_backward(
+        stats = forward_backward(
             forward_step_func=forward_step,
             data_iterator=iter([micro_batch(step, m) for m in range(MICRO_BATCHES)]),
             model=[ddp],
@@ -151,6 +215,7 @@ def main() -> None:
             forward_only=False,
         )
         optimizer.step()
+        print_loss(step, stats)
 
     for _ in tracer.run_variants():  # ttrace
         for step in range(STEPS):  # ttrace

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import nn
@@ -23,6 +24,7 @@ from ttrace.bundle import Placement
 from .annotate import ModuleAnnotation, annotation_of, tied_across_pp
 from .call_structure import CallStructure
 from .dtensor_placement import dtensor_placement, is_dtensor
+from .expert_groups import ExpertGroups, expert_groups
 from .layer_rules import layer_rule
 from .layout import Layout
 from .layout_note import LayoutNote
@@ -36,6 +38,7 @@ from .parallel_info import ParallelInfo
 from .placement_memo import ParamSource, PlacementMemo
 from .run_order import activation_order
 from .shard_math import DimMap, placement_from_dims, two_chunk_indices
+from .token_rows import rows_placement
 from .tp_styles import StyleLayouts, module_style
 
 
@@ -61,6 +64,8 @@ class Decision:
     layout: Layout | None
     note: LayoutNote | None
     source: str = "inferred"
+    # tokens chosen by a router (`token_routing.RowsDecision`): router outputs, expert rows
+    rows: Any = None
 
 
 # Rules of `decide` whose layout the job states: Megatron's module types and attributes,
@@ -87,6 +92,9 @@ class PlacementInference:
         self._buffers: WeakIdKeyDictionary | None = None  # filled at first use
         self._outer: dict[int, Outer] = {}  # by id of a DTensor's device mesh
         self.memo = PlacementMemo()
+        self._expert_groups: dict[nn.Module, ExpertGroups | None] = {}
+        # the job's token routing (`token_routing.TokenRouting`), set by the tracer
+        self.routing: Any = None
 
     @property
     def grad_scale(self) -> float:
@@ -197,6 +205,9 @@ class PlacementInference:
                 return local, spec.with_source("annotated"), done
             if callable(spec) and not isinstance(spec, str):
                 return local, spec(local).with_source("annotated"), done
+        routed = self._routed(module, direction, tensor, decided, origin, gradient)
+        if routed is not None:
+            return routed
         if is_dtensor(tensor):
             local, placement = dtensor_placement(tensor)
             roles = Layout("replica").roles(tensor.dim(), self.order)
@@ -239,6 +250,32 @@ class PlacementInference:
             note = LayoutNote(batch_note, "")
         source = "inferred" if batch_note else decided.source
         return tensor, placement.with_source(source), Decision(decided.layout, note, source)
+
+    def _routed(
+        self,
+        module: nn.Module,
+        direction: str,
+        tensor: torch.Tensor,
+        decided: Decision | None,
+        origin: torch.Tensor | None,
+        gradient: bool,
+    ) -> tuple[torch.Tensor, Placement, Decision] | None:
+        """A router's output or an expert's tensor: its rows are tokens (`token_rows`)."""
+        if self.routing is None or is_dtensor(tensor):
+            return None
+        if decided is not None:
+            rows = decided.rows
+        else:
+            rows = self.routing.decide(module, direction, origin if origin is not None else tensor)
+        if rows is None:
+            return None
+        shape = tuple(tensor.shape)
+        placement = rows_placement(shape, rows.rows, rows.layout, rows.over, gradient)
+        return (
+            tensor,
+            placement.with_source("declared"),
+            Decision(rows.layout, None, "declared", rows),
+        )
 
     def source_of(self, rule: str, tensor: torch.Tensor | None) -> str:
         """The placement source of a layout `decide` found by `rule`."""
@@ -404,6 +441,16 @@ class PlacementInference:
     def is_expert_param(self, param: nn.Parameter, owner: nn.Module | None) -> bool:
         return owner in self.names.experts or not getattr(param, "allreduce", True)
 
+    def expert_groups(self, module: nn.Module | None) -> ExpertGroups | None:
+        """The expert tensor / data parallel groups of a module in an expert subtree, read
+        from its experts container (None outside one)."""
+        container = self.names.expert_container.get(module) if module is not None else None
+        if container is None:
+            return None
+        if container not in self._expert_groups:
+            self._expert_groups[container] = expert_groups(container)
+        return self._expert_groups[container]
+
     def parameter(
         self, tensor: torch.Tensor, param: nn.Parameter, owner: nn.Module | None, kind: str
     ) -> tuple[torch.Tensor, Placement, float]:
@@ -461,13 +508,16 @@ class PlacementInference:
         """(placement, gradient scale) from the parameter's attributes, read on every call
         (they may change) and memoized by their values."""
         shape = tuple(shape)
-        tp_split = bool(getattr(param, "tensor_model_parallel", False)) and self.info.tp > 1
+        groups = self.expert_groups(owner)
+        tp = groups.etp if groups is not None else self.info.tp
+        tp_split = bool(getattr(param, "tensor_model_parallel", False)) and tp > 1
         source = ParamSource(
             tp_split,
             int(getattr(param, "partition_dim", 0)) if tp_split else 0,
             self.is_expert_param(param, owner),
             self.tied_across_pp(param),
             bool(getattr(param, "sequence_parallel", False)),
+            groups,
         )
         key = ("param", shape, kind, source)
         hit = self.memo.get(self.info, key)
@@ -479,37 +529,44 @@ class PlacementInference:
         self, shape: tuple[int, ...], kind: str, source: ParamSource
     ) -> tuple[Placement, float]:
         info = self.info
-        tp_split, expert = source.tp_split, source.expert
+        tp_split, expert, groups = source.tp_split, source.expert, source.groups
+        # An expert's tensor and data parallel groups are its own (Megatron's
+        # expert_tensor_parallel_size and expert data parallelism), not the attention's.
+        tp, tp_rank = (groups.etp, groups.etp_rank) if groups else (info.tp, info.tp_rank)
         dims = [DimMap.whole(n) for n in shape]
         if tp_split:
             pd = source.partition_dim
-            dims[pd] = DimMap.split(shape[pd], info.tp_rank, info.tp)
-        data_groups = (
-            [(info.edp, info.edp_rank)]
-            if expert
-            else [
-                (info.dp, info.dp_rank),
-                (info.cp, info.cp_rank),
-            ]
-        )
-        tp_replicas = 1 if tp_split else info.tp
+            dims[pd] = DimMap.split(shape[pd], tp_rank, tp)
+        if groups is not None:
+            data_groups = [(groups.edp, groups.edp_rank)]
+        elif expert:
+            data_groups = [(info.edp, info.edp_rank)]
+        else:
+            data_groups = [(info.dp, info.dp_rank), (info.cp, info.cp_rank)]
+        tp_replicas = 1 if tp_split else tp
         # A copy tied across the first and last pipeline stage (tied embeddings): the two
         # stages hold partial sums of its gradient and replicas of everything else.
         pp_groups = [(2, 0 if info.pp_rank == 0 else 1)] if source.tied_across_pp else []
         replicas = math.prod(n for n, _ in data_groups + pp_groups) * tp_replicas
         if kind == "param_grad":
-            groups = list(data_groups) + pp_groups
+            partials = list(data_groups) + pp_groups
             if source.sequence_parallel and not tp_split:
-                groups.append((info.tp, info.tp_rank))
-            parts = math.prod(n for n, _ in groups)
+                partials.append((tp, tp_rank))
+            parts = math.prod(n for n, _ in partials)
             if parts > 1:
                 index = 0
-                for n, r in groups:
+                for n, r in partials:
                     index = index * n + r
                 # Averaging divides by the data-parallel count only; sequence-parallel partial
-                # sums over tp are plain sums either way.
+                # sums over tp are plain sums either way. An expert's tokens come from every
+                # rank of its expert-parallel group: its gradient already sums their losses,
+                # so the divisor is the number of losses (Megatron scales expert gradients
+                # by expert-dp / dp before averaging over expert-dp).
                 data = math.prod(n for n, _ in data_groups)
-                scale = info.reduction_scale(data)
+                scale = info.reduction_scale(info.dp * info.cp if groups else data)
                 return placement_from_dims(shape, dims, "sum", index), scale
         combine = "replica" if replicas > 1 else "copy"
-        return placement_from_dims(shape, dims, combine), 1.0
+        scale = 1.0
+        if kind == "param_grad" and groups is not None:
+            scale = info.reduction_scale(info.dp * info.cp)  # one copy of the expert: all losses
+        return placement_from_dims(shape, dims, combine), scale

@@ -20,6 +20,12 @@ Embeddings and the model:
 - `GPTModel` (and any model with `output_layer` and `compute_language_model_loss`): ids,
   positions in ``[b, s]``; the output is the per-token loss ``[b, s]`` (reduced over tp
   by the vocab-parallel cross entropy) or, without labels, logits ``[b, s, v/tp]``.
+Mixture of experts (`MoELayer`: a router, a token dispatcher, experts; `TopKRouter`):
+- the layer's hidden states in and out ``[s, b, h]``, sequence-split under sequence
+  parallelism; the router's input alike, its padding mask ``[s, b]`` (position 1);
+- a `padding_mask` keyword of any module below the model ``[b, s]`` (the model scatters it
+  along the sequence under sequence parallelism);
+- router outputs and expert activations (rows are tokens): `token_routing`.
 Skip-bias-add outputs (position 1 of a linear with `skip_bias_add`): a row-parallel bias is a
 replica whose gradient, under sequence parallelism, sums only this rank's tokens
 (`gradsum`); a column-parallel bias is split like the weight's rows.
@@ -86,8 +92,25 @@ class MegatronRules:
             if direction == "in" or ndim == 2:
                 return Layout("replica", "bs")
             return Layout("last", "bs")
+        moe = self._moe(module, direction, index, i)
+        if moe is not None:
+            return moe
         if direction == "out" and i == 1 and getattr(module, "skip_bias_add", False):
             return self._returned_bias(module)
+        return None
+
+    def _moe(self, module: nn.Module, direction: str, index: int | str, i: int) -> Layout | None:
+        config = getattr(module, "config", None)
+        sp = bool(getattr(config, "sequence_parallel", False)) and self.tp > 1
+        tokens = Layout("seq" if sp else "replica")
+        if direction == "in" and str(index) == "padding_mask":
+            return Layout(tokens.mode, "bs")
+        router = hasattr(module, "routing") and hasattr(module, "gating")
+        if router and direction == "in":
+            return tokens if i == 0 else Layout(tokens.mode, "sb")
+        layer = hasattr(module, "router") and hasattr(module, "token_dispatcher")
+        if layer and (i == 0 or index == "hidden_states"):
+            return tokens
         return None
 
     def _embedding(self, module: nn.Module, direction: str) -> Layout:

@@ -4,10 +4,11 @@ Two rewrites make local module paths global:
 - a numbered child whose module has an int ``layer_number`` (1-based, Megatron-LM's
   convention) is renamed to ``layer_number - 1``, so ``layers.0`` on pipeline stage 1 of a
   4-layer model becomes ``layers.2``;
-- a numbered child below a module with ``local_expert_indices`` (Megatron-LM's MoE
-  attribute) is renamed to its global expert id, so ``local_experts.0`` on expert-parallel
-  rank 1 of 4 experts becomes ``local_experts.2``.
-Modules in such an expert subtree are reported, because their tensors live whole on one rank.
+- an expert of an experts container's `local_experts` list is renamed to its global expert
+  id, read from the framework (`expert_groups.global_expert_ids`), so ``local_experts.0`` on
+  expert-parallel rank 1 of 4 experts becomes ``local_experts.2``.
+Modules in such an expert subtree are reported with their container, whose process groups
+(expert tensor and data parallel) place their tensors.
 
 The root is named ``model`` and its children are not prefixed (``layers.0``), except when the
 root itself has a child called ``model`` (Hugging Face's ``LlamaForCausalLM.model``): that
@@ -26,6 +27,7 @@ from dataclasses import dataclass, field
 from torch import nn
 
 from .compiled_regions import ORIG_MOD, is_optimized_module
+from .expert_groups import global_expert_ids, is_expert_list
 
 ROOT_NAME = "model"
 ROOT_FALLBACK = "root"
@@ -37,6 +39,11 @@ class ModuleNames:
 
     names: dict[nn.Module, str] = field(default_factory=dict)
     experts: set[nn.Module] = field(default_factory=set)
+    # every module of an expert subtree -> the experts container whose list holds it
+    expert_container: dict[nn.Module, nn.Module] = field(default_factory=dict)
+    # the expert (the list's entry) of every module of an expert subtree, and its global id
+    expert_root: dict[nn.Module, nn.Module] = field(default_factory=dict)
+    expert_id: dict[nn.Module, int] = field(default_factory=dict)
     root_of: dict[nn.Module, int] = field(default_factory=dict)
     # nesting depth below the root (root = 0)
     nesting: dict[nn.Module, int] = field(default_factory=dict)
@@ -81,7 +88,7 @@ def _megatron_wrapper(module: nn.Module) -> bool:
 def canonical_names(roots: list[nn.Module]) -> ModuleNames:
     out = ModuleNames()
     for index, root in enumerate(roots):
-        _visit(root, root_name(root), [], False, out, index, 0)
+        _visit(root, root_name(root), [], None, out, index, 0)
         for path, module in root.named_modules():
             out.paths.setdefault(module, path)
     return out
@@ -91,31 +98,33 @@ def _visit(
     module: nn.Module,
     name: str,
     ancestors: list[nn.Module],
-    in_expert: bool,
+    expert: tuple[nn.Module, nn.Module] | None,
     out: ModuleNames,
     root_index: int,
     depth: int,
 ) -> None:
+    """`expert`: (container, expert) when `module` is in an expert subtree."""
     if module in out.names:
         return  # shared module: keep its first name
     out.names[module] = name
     out.root_of[module] = root_index
     out.nesting[module] = depth
-    if in_expert:
+    if expert is not None:
         out.experts.add(module)
+        out.expert_container[module], out.expert_root[module] = expert
     chain = [*ancestors, module]
+    parent = ancestors[-1] if ancestors else None
+    expert_ids = global_expert_ids(chain, name) if is_expert_list(parent, module) else None
     for child_name, child in module.named_children():
-        part, expert = child_name, in_expert
+        part, inner = child_name, expert
         if child_name.isdigit():
             layer_number = getattr(child, "layer_number", None)
-            # The expert list is a child of (or is) the module holding local_expert_indices.
-            owner = next((m for m in chain[-2:] if hasattr(m, "local_expert_indices")), None)
-            if isinstance(layer_number, int) and not isinstance(layer_number, bool):
+            if expert_ids is not None:
+                out.expert_id[child] = expert_ids[int(child_name)]
+                part, inner = str(out.expert_id[child]), (parent, child)
+            elif isinstance(layer_number, int) and not isinstance(layer_number, bool):
                 part = str(layer_number - 1)
-            elif owner is not None:
-                part = str(list(owner.local_expert_indices)[int(child_name)])
-                expert = True
         child_full = part if depth == 0 else f"{name}.{part}"
         if child_name == ORIG_MOD and is_optimized_module(module):
             child_full = name
-        _visit(child, child_full, chain, expert, out, root_index, depth + 1)
+        _visit(child, child_full, chain, inner, out, root_index, depth + 1)

@@ -16,6 +16,7 @@ from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any
 
+from .expert_groups import ExpertGroups
 from .parallel_info import ParallelInfo
 
 MAX_ENTRIES = 1 << 14  # a job with ever-changing shapes must not grow the memo forever
@@ -30,6 +31,8 @@ class ParamSource:
     expert: bool
     tied_across_pp: bool
     sequence_parallel: bool
+    # an expert's own groups (expert tensor and data parallel), read from its container
+    groups: ExpertGroups | None = None
 
 
 class PlacementMemo:

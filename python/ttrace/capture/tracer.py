@@ -59,6 +59,7 @@ from .phase_times import PhaseTimes
 from .precision import precision_of
 from .replay_record import merge_replay_records, rank_replay_record
 from .selection import ModuleSpec, select_modules
+from .token_routing import TokenRouting
 from .training_snapshot import TrainingSnapshot
 from .variant_run import VariantRun, run_from_environment
 
@@ -168,6 +169,10 @@ class Tracer:
         # Compiled blocks are captured at their boundary only (`compiled_regions`).
         inside = inside_regions(self.roots)
         self.hooks.install(self.roots, self.selected, inside)
+        # Mixture-of-experts layers: which reference token each dispatched row is.
+        self.routing = TokenRouting(self.names, self.inference, self.state)
+        self.routing.install()
+        self.inference.routing = self.routing
         self.opt_hooks = (
             OptimizerHooks(optimizer, self.hooks, self.state, self._after_optimizer_step)
             if optimizer is not None
@@ -414,6 +419,7 @@ class Tracer:
         if self.opt_snapshot is not None:
             self.opt_snapshot.remove()  # before opt_hooks: it wraps their wrapper
         self.hooks.remove()
+        self.routing.remove()
         if self.opt_hooks is not None:
             self.opt_hooks.remove()
         error: TracerError | None = None
