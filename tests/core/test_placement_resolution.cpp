@@ -167,7 +167,7 @@ private slots:
         open.resolution.hypothesis = "seq, sequence-first (sb)";
         open.resolution.alternatives = {"seq, sequence-first (sb)", "seq, batch-first (bs)"};
         r.tensors.push_back(open);
-        assembleVerdicts(r, {ModuleInfo{"fc1", 0, 0, "Linear"}});
+        assembleVerdicts(r, {ModuleInfo{"fc1", 0, 0, "Linear", ""}});
         QCOMPARE(r.summary.unresolved, std::size_t{1});
         QCOMPARE(r.summary.compared, std::size_t{1});
         QVERIFY(!r.summary.clean);
@@ -179,7 +179,7 @@ private slots:
         bad.id.index = "2";
         bad.ratio = 5.0;
         r.tensors.push_back(bad);
-        assembleVerdicts(r, {ModuleInfo{"fc1", 0, 0, "Linear"}});
+        assembleVerdicts(r, {ModuleInfo{"fc1", 0, 0, "Linear", ""}});
         QCOMPARE(exitCodeFor(r), 1);
         QVERIFY(verdictLine(r).find(unresolvedText(1)) != std::string::npos);
         // The JSON report carries the count and the alternatives, and reads them back.
