@@ -305,10 +305,11 @@ class PlacementInference:
 
     def with_order(self, source: str, ndim: int, outer: bool = True) -> str:
         """`source`, unless the tensor's batch dimension is split over data (or context)
-        parallelism along an activation order that was inferred, not declared."""
+        parallelism along an activation order that was inferred, not declared (by
+        `ParallelInfo` or Megatron's sequence-first convention)."""
         info = self.info
         split = outer and ndim >= 2 and info.dp * info.cp > 1
-        if split and info.batch_dim is None and info.seq_dim is None and source == "declared":
+        if split and not self.order_declared and source == "declared":
             return "inferred"
         return source
 
