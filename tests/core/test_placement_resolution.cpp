@@ -3,6 +3,7 @@
 // and how unresolved tensors reach the verdict, the exit status and the JSON report.
 #include "compare/placement_resolution.h"
 #include "ttrace/report_json.h"
+#include "ttrace/report_markdown.h"
 #include "ttrace/verdict.h"
 #include "ttrace/verdict_text.h"
 
@@ -174,6 +175,11 @@ private slots:
         QCOMPARE(runVerdict(r), RunVerdict::Unresolved);
         QCOMPARE(exitCodeFor(r), 3);
         QVERIFY(verdictLine(r).rfind("UNRESOLVED: 1 tensor's inferred placement", 0) == 0);
+        const auto md = diffResultToMarkdown(r);
+        QVERIFY(md.rfind("# TTrace diff: UNRESOLVED", 0) == 0);
+        QVERIFY(md.find("0 invalid, 1 unresolved |") != std::string::npos);
+        QVERIFY(md.find("seq, sequence-first (sb) or seq, batch-first (bs) could each rebuild") !=
+                std::string::npos);
         // A divergence outranks it in the exit status; the line still counts it.
         auto bad = resultWith(Status::Divergent);
         bad.id.index = "2";
