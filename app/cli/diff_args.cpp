@@ -11,7 +11,8 @@ namespace {
 constexpr const char* kOptions =
     "  Compares a candidate bundle with its reference under derived round-off tolerances.\n"
     "  Exit status: 0 clean; 1 divergent (every tensor valid); 2 invalid: a tensor invalid or\n"
-    "  missing, a broken bundle or a bad option, even when other tensors diverge.\n"
+    "  missing, a broken bundle or a bad option, even when other tensors diverge; 3 unresolved:\n"
+    "  nothing else wrong, but an inferred placement the evidence did not settle.\n"
     "options:\n"
     "  --json FILE              write the full result (docs/diff-json.md)\n"
     "  --markdown FILE          write a Markdown report for a bug report\n"

@@ -109,15 +109,17 @@ void printInvalid(std::ostream& out, const DiffResult& r) {
             continue;
         }
         if (shown == 0) {
-            out << "\ninvalid or missing tensors:\n";
+            out << "\ninvalid, missing or unresolved tensors:\n";
         }
         if (++shown > kMaxInvalidRows) {
-            out << "  ... (" << (r.summary.invalid + r.summary.missing) << " in all; --json lists "
-                << "every one)\n";
+            out << "  ... (" << (r.summary.invalid + r.summary.missing + r.summary.unresolved)
+                << " in all; --json lists every one)\n";
             return;
         }
         out << "  " << statusName(t.status) << "  " << t.id.label() << "\n";
-        if (!t.invalid.empty()) {
+        if (t.status == Status::Unresolved) {
+            out << "      " << t.resolution.toString() << "\n";
+        } else if (!t.invalid.empty()) {
             out << "      why: " << t.invalid.toString() << "\n";
         }
         for (const auto& f : t.findings) {
@@ -152,7 +154,8 @@ void printDiffSummary(std::ostream& out, const DiffResult& r, std::size_t worstR
         << (s.candidateRanks == 1 ? "" : "s") << ")\n";
     out << "tensors    " << s.compared << " compared, " << s.divergent << " divergent"
         << (s.structural ? " (" + std::to_string(s.structural) + " structural)" : "") << ", "
-        << s.missing << " missing, " << s.invalid << " invalid\n";
+        << s.missing << " missing, " << s.invalid << " invalid, " << s.unresolved
+        << " unresolved\n";
     out << "max ratio  " << formatNumber(s.maxRatio) << " (error / tolerance; above 1 is a bug)\n";
     if (!s.gradientConvention.empty()) {
         out << "gradients  " << s.gradientConvention << "\n";

@@ -59,11 +59,11 @@ int main(int argc, char** argv) {
     QApplication::setStyle(QStyleFactory::create(QStringLiteral("Fusion")));
 
     QCommandLineParser parser;
-    parser.setApplicationDescription(
-        QStringLiteral("Explore where a distributed training run diverges from its reference.\n"
-                       "With --screenshot/--markdown: load, write the files, print their paths "
-                       "and exit as `ttrace diff` does (0 clean, 1 divergent, 2 invalid input or a file that "
-                       "cannot be written)."));
+    parser.setApplicationDescription(QStringLiteral(
+        "Explore where a distributed training run diverges from its reference.\n"
+        "With --screenshot/--markdown: load, write the files, print their paths "
+        "and exit as `ttrace diff` does (0 clean, 1 divergent, 2 invalid input or a file that "
+        "cannot be written, 3 an inferred placement unresolved)."));
     parser.addHelpOption();
     parser.addVersionOption();
     const QCommandLineOption screenshot(

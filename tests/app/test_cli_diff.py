@@ -162,7 +162,7 @@ def test_invalid_and_divergent_exits_2_and_lists_both(demo: Path, tmp_path: Path
     out_json = tmp_path / "diff.json"
     run = ttrace("diff", "--no-cache", "--json", out_json, demo / "bug/reference", cand)
     assert run.returncode == 2, run.stdout + run.stderr
-    assert "invalid or missing tensors:" in run.stdout
+    assert "invalid, missing or unresolved tensors:" in run.stdout
     assert "reference shape [16] vs candidate shape [15]" in run.stdout
     assert HINT in run.stdout and "replicated: same shape on every rank" in run.stdout
     assert "worst tensors:" in run.stdout and "divergent" in run.stdout

@@ -45,6 +45,9 @@ QStringList uncomparedCause(const TensorResult& t, const DiffResult* result) {
     if (!t.invalid.empty()) {
         lines << QStringLiteral("Merge: %1").arg(qstr(t.invalid.toString()));
     }
+    if (t.status == Status::Unresolved) {
+        lines << QStringLiteral("Layout: %1").arg(qstr(t.resolution.toString()));
+    }
     constexpr int kShownBundleErrors = 3;
     int shown = 0;
     for (const auto& d : result ? result->diagnostics : Diagnostics{}) {
@@ -67,7 +70,8 @@ QString diagnosisText(const TensorResult& t, const DiffResult* result) {
                      .arg(t.hint.bugClass.empty() ? QString() : qstr(t.hint.bugClass) + ": ",
                           qstr(t.hint.text));
     }
-    if (t.status == Status::Invalid || t.status == Status::Missing) {
+    if (t.status == Status::Invalid || t.status == Status::Missing ||
+        t.status == Status::Unresolved) {
         lines << uncomparedCause(t, result);
     }
     return lines.join('\n');
@@ -177,7 +181,8 @@ void DrillDownPane::showTensor(std::optional<std::size_t> tensor) {
                                 formatScientific(t.metrics.relError),
                                 formatScientific(t.tolerance.value), qstr(t.tolerance.source)));
     const bool bad = isFlagged(t.status);
-    if (t.status == Status::Invalid || t.status == Status::Missing) {
+    if (t.status == Status::Invalid || t.status == Status::Missing ||
+        t.status == Status::Unresolved) {
         status_->setText(qstr(statusName(t.status)).toUpper());
     } else if (bad) {
         status_->setText(tr("%1 × tolerance").arg(formatRatio(t.ratio)));

@@ -140,7 +140,8 @@ void RunSummaryBar::setCancelled() {
 
 void RunSummaryBar::setVerdict(const DiffSummary& summary, int divergentModules,
                                const QString& firstDivergence) {
-    if (divergentModules == 0 && summary.divergent == 0 && summary.invalid == 0) {
+    if (divergentModules == 0 && summary.divergent == 0 && summary.invalid == 0 &&
+        summary.unresolved == 0) {
         setPill(tr("CLEAN  ·  %1 tensors within tolerance  ·  worst ratio %2")
                     .arg(summary.compared)
                     .arg(formatRatio(summary.maxRatio)),
@@ -154,6 +155,9 @@ void RunSummaryBar::setVerdict(const DiffSummary& summary, int divergentModules,
                                          : tr("PROBLEMS");
     if (summary.invalid > 0) {
         text += tr("  ·  %1 invalid").arg(summary.invalid);
+    }
+    if (summary.unresolved > 0) {
+        text += tr("  ·  %1 unresolved").arg(summary.unresolved); // inferred layouts not settled
     }
     if (!firstDivergence.isEmpty()) {
         text += tr("  ·  first: %1").arg(firstDivergence);

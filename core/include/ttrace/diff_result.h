@@ -24,10 +24,14 @@ enum class Status {
     Divergent, // ratio > 1: bug
     Missing,   // in one bundle only
     Invalid,   // shards could not be merged (hole, mismatch, ...)
+    // The candidate's placement was inferred and the evidence (the reference's shape, replicas'
+    // byte identity) left more than one possibility, or excluded every one: not compared.
+    Unresolved,
 };
 std::string_view statusName(Status status);
 
-// The one severity order of every front end: invalid > missing > divergent > clean. A tensor
+// The one severity order of every front end: invalid > missing > unresolved > divergent >
+// clean. A tensor
 // that cannot be compared outranks a divergence because it makes the other verdicts unreliable
 // (a missing partial sum looks like a divergence); the exit code follows the same order.
 int severity(Status status);
@@ -47,6 +51,19 @@ struct InvalidReason {
     [[nodiscard]] std::string toString() const;
 };
 
+// How the comparison settled an inferred placement (docs/bundle-format.md,
+// `placement_alternatives`): which hypothesis it kept, those still possible when it could not
+// decide, and why the others were excluded.
+struct PlacementResolution {
+    std::string hypothesis;                // the capture's own (its label; "" when unnamed)
+    std::string chosen;                    // the one compared; "" when unresolved
+    std::vector<std::string> alternatives; // still possible (unresolved only)
+    std::vector<std::string> excluded;     // "label: why", e.g. "last (sb): rebuilds [4, 32]"
+    [[nodiscard]] bool empty() const { return hypothesis.empty() && chosen.empty(); }
+    // One line: "placement unresolved: seq (sb) or seq (bs) rebuild the reference's shape ...".
+    [[nodiscard]] std::string toString() const;
+};
+
 struct TensorResult {
     TensorId id; // variant "nominal"
     Shape shape;
@@ -61,6 +78,9 @@ struct TensorResult {
     ErrorHistogram histogram;
     Diagnostics findings;  // merge findings (replica disagreement, holes) for this tensor
     InvalidReason invalid; // for invalid tensors
+    // For a placement the capture inferred with alternatives: how the comparison settled it
+    // (status Unresolved when it could not).
+    PlacementResolution resolution;
     std::vector<ShapeSignature> signatures; // the error's shape, for divergent tensors
     BugClassHint hint;                      // for divergent tensors; may be empty
     // A divergence of structure (status Divergent, ratio +inf, no metrics): the module ran on
@@ -94,6 +114,7 @@ struct DiffSummary {
     std::string precision;
     int referenceRanks = 0, candidateRanks = 0;
     std::size_t compared = 0, divergent = 0, missing = 0, invalid = 0;
+    std::size_t unresolved = 0; // tensors whose inferred placement the evidence did not settle
     std::size_t structural = 0; // divergent tensors whose structure differs (counted in divergent)
     std::size_t perturbedVariants = 0;
     double maxRatio = 0.0;

@@ -33,8 +33,9 @@ void assembleVerdicts(DiffResult& result, const std::vector<ModuleInfo>& modules
 // The run's verdict in one word, and the exit status of `ttrace diff` and the explorer's
 // headless mode: invalid (2) when any tensor is invalid or missing, a bundle has errors or the
 // diff was cancelled, even if others diverge; divergent (1) when some tensor diverges and all
-// are valid; clean (0) otherwise.
-enum class RunVerdict { Clean, Divergent, Invalid };
+// are valid; unresolved (3) when none diverges but some inferred placement stayed ambiguous
+// (a clean verdict needs every placement settled); clean (0) otherwise.
+enum class RunVerdict { Clean, Divergent, Invalid, Unresolved };
 RunVerdict runVerdict(const DiffResult& result);
 std::string_view runVerdictName(RunVerdict verdict);
 int exitCodeFor(const DiffResult& result);

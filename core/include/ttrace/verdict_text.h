@@ -4,6 +4,7 @@
 // the same pair, least of all about a pair that was refused or could only partly be compared.
 #include "ttrace/diff_result.h"
 
+#include <cstddef>
 #include <optional>
 #include <string>
 
@@ -28,7 +29,11 @@ struct PairRefusal {
 // The first pair-level error among `diagnostics`, if any.
 std::optional<PairRefusal> pairRefusal(const Diagnostics& diagnostics);
 
-// The summary's last line: "CLEAN: ...", "DIVERGENT: ..." or "INVALID: ..." with why.
+// "N tensors' inferred placement is unresolved (...)": the one wording of the count.
+std::string unresolvedText(std::size_t count);
+
+// The summary's last line: "CLEAN: ...", "DIVERGENT: ...", "UNRESOLVED: ..." or
+// "INVALID: ..." with why.
 std::string verdictLine(const DiffResult& result);
 
 // Why a comparison that found something cannot be trusted as it stands, naming the file: the

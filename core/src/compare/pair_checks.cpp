@@ -23,8 +23,19 @@ bool sameContent(const Bundle& a, const Bundle& b) {
     return true;
 }
 
-// A parameter both bundles hold with different shapes, or no tensor in common at all (then
-// `comparable` is cleared).
+// Whether an alternative the capture recorded for an inferred placement rebuilds `shape` (a
+// parameter nothing declares over tensor parallelism: the comparison settles it).
+bool alternativeOfShape(const std::vector<ShardRef>& shards, const Shape& shape) {
+    for (const auto& alternative : shards.front().alternatives) {
+        if (alternative.placement.globalShape == shape) {
+            return true;
+        }
+    }
+    return false;
+}
+
+// A parameter both bundles hold with different shapes (that no recorded alternative explains),
+// or no tensor in common at all (then `comparable` is cleared).
 std::optional<Diagnostic> modelMismatch(const Bundle& ref, const Bundle& cand, bool& comparable) {
     std::size_t common = 0;
     for (const auto& [id, shards] : cand.tensors()) {
@@ -35,7 +46,8 @@ std::optional<Diagnostic> modelMismatch(const Bundle& ref, const Bundle& cand, b
         ++common;
         const auto& refShape = refShards->front().placement.globalShape;
         const auto& candShape = shards.front().placement.globalShape;
-        if (id.kind == TensorKind::Parameter && refShape != candShape) {
+        if (id.kind == TensorKind::Parameter && refShape != candShape &&
+            !alternativeOfShape(shards, refShape)) {
             return makeError("different-model", "tensor " + id.path(),
                              "the reference's parameter has shape " + shapeToString(refShape) +
                                  ", the candidate's " + shapeToString(candShape) +

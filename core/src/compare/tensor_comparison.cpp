@@ -2,6 +2,7 @@
 
 #include "compare/clean_comparison.h"
 #include "compare/optimizer_conditioning.h"
+#include "compare/placement_resolution.h"
 
 #include "ttrace/bug_class.h"
 #include "ttrace/merge.h"
@@ -174,6 +175,45 @@ bool reshaped(const ComparisonContext& ctx, const Shape& ref, const Shape& cand,
     return true;
 }
 
+// Settles an inferred placement that carries alternatives. Returns the chosen hypothesis's
+// merge, or nothing (the capture's own placement is compared as stored); marks `r`
+// unresolved when the evidence does not decide.
+std::optional<MergeResult> settlePlacement(const ComparisonContext& ctx,
+                                           const std::vector<ShardRef>& ref,
+                                           const std::vector<ShardRef>& cand, TensorResult& r) {
+    if (!hasAlternatives(cand)) {
+        return std::nullopt;
+    }
+    auto resolved = resolvePlacement(ctx.candidate, r.id, cand, ref.front().placement.globalShape);
+    if (resolved.outcome == ResolutionOutcome::NoneFits) {
+        return std::nullopt;
+    }
+    r.resolution = std::move(resolved.resolution);
+    if (resolved.outcome == ResolutionOutcome::Unresolved) {
+        r.status = Status::Unresolved;
+        r.findings.push_back(
+            makeWarning("placement-unresolved", "tensor " + r.id.path(), r.resolution.toString()));
+        return std::nullopt;
+    }
+    r.placement = describeShards(resolved.shards);
+    return std::move(resolved.merged);
+}
+
+// An inferred placement (no alternatives recorded) whose copies differ: not known to be
+// replicas, so their disagreement is no verdict; the placement is unresolved.
+bool inferredCopiesDiffer(const MergeResult& cand, TensorResult& r) {
+    if (r.placementSource != PlacementSource::Inferred ||
+        !hasFinding(cand.findings, "replica-disagree")) {
+        return false;
+    }
+    r.status = Status::Unresolved;
+    r.resolution.hypothesis = "replica";
+    r.resolution.excluded.push_back("replica: the copies it takes for replicas differ");
+    r.findings.push_back(
+        makeWarning("placement-unresolved", "tensor " + r.id.path(), r.resolution.toString()));
+    return true;
+}
+
 } // namespace
 
 std::optional<NoiseFloor> stateFloor(const ComparisonContext& ctx, const TensorId& id) {
@@ -254,11 +294,18 @@ TensorResult compareTensor(const ComparisonContext& ctx, const TensorId& id, boo
             std::string("only the ") + (refShards ? "reference" : "candidate") + " holds it"));
         return r;
     }
-    if (tryClean && !hasOptimizerConditioning(ctx, id) && compareClean(ctx, id, r)) {
+    auto chosen = settlePlacement(ctx, *refShards, *candShards, r);
+    if (r.status == Status::Unresolved) {
+        return r;
+    }
+    if (!chosen && tryClean && !hasOptimizerConditioning(ctx, id) && compareClean(ctx, id, r)) {
         return r;
     }
     auto ref = mergeTensor(ctx.reference, id);
-    auto cand = mergeTensor(ctx.candidate, id);
+    auto cand = chosen ? std::move(*chosen) : mergeTensor(ctx.candidate, id);
+    if (inferredCopiesDiffer(cand, r)) {
+        return r;
+    }
     appendFindings(r.findings, std::move(ref.findings), "reference");
     appendFindings(r.findings, std::move(cand.findings), "candidate");
     if (ref.tensor && cand.tensor && reshaped(ctx, ref.tensor->shape, cand.tensor->shape, r)) {

@@ -43,11 +43,25 @@ const std::vector<const char*>& rootAttrNames() {
 }
 
 const std::vector<const char*>& datasetAttrNames() {
-    static const std::vector<const char*> names = {
-        "dtype",         "variant",         "module",    "index",        "kind",
-        "iteration",     "micro_batch",     "is_scalar", "global_shape", "placement",
-        "combine",       "partial_index",   "boxes",     "flat_ranges",  "layout_note",
-        "annotate_hint", "placement_source"};
+    static const std::vector<const char*> names = {"dtype",
+                                                   "variant",
+                                                   "module",
+                                                   "index",
+                                                   "kind",
+                                                   "iteration",
+                                                   "micro_batch",
+                                                   "is_scalar",
+                                                   "global_shape",
+                                                   "placement",
+                                                   "combine",
+                                                   "partial_index",
+                                                   "boxes",
+                                                   "flat_ranges",
+                                                   "layout_note",
+                                                   "annotate_hint",
+                                                   "placement_source",
+                                                   "placement_hypothesis",
+                                                   "placement_alternatives"};
     return names;
 }
 

@@ -1,5 +1,6 @@
 #include "io/shard_from_facts.h"
 
+#include "io/placement_alternatives.h"
 #include "io/storage_check.h"
 #include "ttrace/checked_math.h"
 #include "ttrace/placement_attributes.h"
@@ -218,6 +219,16 @@ std::optional<IndexedShard> shardFromFacts(const DatasetFacts& facts, int rank,
     shard.placement = std::move(*placement);
     shard.layoutNote = factText(facts.attrs, "layout_note").value_or("");
     shard.annotateHint = factText(facts.attrs, "annotate_hint").value_or("");
+    if (const auto alternatives = factText(facts.attrs, "placement_alternatives")) {
+        auto parsed = parsePlacementAlternatives(*alternatives, shard.localShape, isScalar,
+                                                 shard.placement.source, placementProblem);
+        if (!parsed) {
+            problem = {placementProblem.code, placementProblem.message};
+            return std::nullopt;
+        }
+        shard.alternatives = std::move(*parsed);
+        shard.hypothesis = factText(facts.attrs, "placement_hypothesis").value_or("");
+    }
     shard.fileOffset = rawOffset(facts, *dtype);
     return IndexedShard{std::move(*id), std::move(shard)};
 }

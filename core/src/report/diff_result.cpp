@@ -8,6 +8,7 @@ std::string_view statusName(Status status) {
     case Status::Divergent: return "divergent";
     case Status::Missing: return "missing";
     case Status::Invalid: return "invalid";
+    case Status::Unresolved: return "unresolved";
     }
     return "unknown";
 }
@@ -16,8 +17,9 @@ int severity(Status status) {
     switch (status) {
     case Status::Clean: return 0;
     case Status::Divergent: return 1;
-    case Status::Missing: return 2;
-    case Status::Invalid: return 3;
+    case Status::Unresolved: return 2;
+    case Status::Missing: return 3;
+    case Status::Invalid: return 4;
     }
     return 0;
 }
@@ -46,6 +48,27 @@ std::string InvalidReason::toString() const {
     }
     if (!annotateHint.empty()) {
         add("fix: " + annotateHint);
+    }
+    return out;
+}
+
+std::string PlacementResolution::toString() const {
+    if (!chosen.empty()) {
+        return "placement " + chosen + " (inferred" +
+               (chosen == hypothesis ? "" : "; capture's hypothesis was " + hypothesis) +
+               "), the only one that rebuilds the reference";
+    }
+    std::string out = "placement unresolved: ";
+    if (alternatives.empty()) {
+        out += "no layout capture considered rebuilds the reference";
+    } else {
+        for (std::size_t i = 0; i < alternatives.size(); ++i) {
+            out += (i ? " or " : "") + alternatives[i];
+        }
+        out += " could each rebuild the reference";
+    }
+    for (const auto& why : excluded) {
+        out += "; not " + why;
     }
     return out;
 }

@@ -95,6 +95,29 @@ InvalidReason invalidFrom(const json& j) {
     return w;
 }
 
+// How an inferred placement was settled; null when the capture recorded no alternatives.
+json resolutionJson(const PlacementResolution& p) {
+    if (p.empty() && p.excluded.empty()) {
+        return nullptr;
+    }
+    return {{"hypothesis", p.hypothesis},
+            {"chosen", p.chosen.empty() ? json(nullptr) : json(p.chosen)},
+            {"alternatives", p.alternatives},
+            {"excluded", p.excluded},
+            {"text", p.toString()}};
+}
+
+PlacementResolution resolutionFrom(const json& j) {
+    PlacementResolution p;
+    p.hypothesis = j.value("hypothesis", std::string());
+    if (j.contains("chosen") && j.at("chosen").is_string()) {
+        p.chosen = j.at("chosen");
+    }
+    p.alternatives = j.value("alternatives", std::vector<std::string>{});
+    p.excluded = j.value("excluded", std::vector<std::string>{});
+    return p;
+}
+
 // Shape diagnosis, bug-class hint and invalid reason (absent in documents of older builds).
 json findingsJson(const TensorResult& t) {
     json sigs = json::array();
@@ -106,7 +129,8 @@ json findingsJson(const TensorResult& t) {
     return {{"diagnosis", sigs},
             {"hint", hint},
             {"invalid_reason", toJson(t.invalid)},
-            {"structure", structuralChangeName(t.structure)}};
+            {"structure", structuralChangeName(t.structure)},
+            {"placement_resolution", resolutionJson(t.resolution)}};
 }
 
 void readFindings(const json& j, TensorResult& t) {
@@ -115,6 +139,9 @@ void readFindings(const json& j, TensorResult& t) {
     }
     if (j.contains("hint") && j.at("hint").is_object()) {
         t.hint = {j.at("hint").at("bug_class"), j.at("hint").at("text")};
+    }
+    if (j.contains("placement_resolution") && j.at("placement_resolution").is_object()) {
+        t.resolution = resolutionFrom(j.at("placement_resolution"));
     }
     if (j.contains("invalid_reason")) {
         t.invalid = invalidFrom(j.at("invalid_reason"));
@@ -220,7 +247,8 @@ json tensorJson(const TensorResult& t) {
 }
 
 Status statusFrom(const std::string& s) {
-    for (auto st : {Status::Clean, Status::Divergent, Status::Missing, Status::Invalid}) {
+    for (auto st :
+         {Status::Clean, Status::Divergent, Status::Missing, Status::Invalid, Status::Unresolved}) {
         if (statusName(st) == s) {
             return st;
         }
@@ -394,6 +422,7 @@ std::string diffResultToJson(const DiffResult& r, bool pretty) {
           {"missing", s.missing},
           {"invalid", s.invalid},
           {"structural", s.structural},
+          {"unresolved", s.unresolved},
           {"perturbed_variants", s.perturbedVariants},
           {"max_ratio", num(s.maxRatio)},
           {"clean", s.clean},
@@ -442,6 +471,7 @@ std::optional<DiffResult> diffResultFromJson(std::string_view text, std::string&
         r.summary.missing = s.at("missing");
         r.summary.invalid = s.at("invalid");
         r.summary.structural = s.value("structural", std::size_t{0});
+        r.summary.unresolved = s.value("unresolved", std::size_t{0});
         r.summary.perturbedVariants = s.at("perturbed_variants");
         r.summary.maxRatio = num(s.at("max_ratio"));
         r.summary.clean = s.at("clean");

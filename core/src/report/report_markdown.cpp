@@ -79,11 +79,13 @@ void appendInvalid(std::ostringstream& md, const DiffResult& r) {
             continue;
         }
         if (!any) {
-            md << "\n## Invalid or missing tensors\n\n| tensor | status | why |\n|---|---|---|\n";
+            md << "\n## Invalid, missing or unresolved tensors\n\n| tensor | status | why "
+                  "|\n|---|---|---|\n";
             any = true;
         }
         md << "| `" << cell(t.id.label()) << "` | " << statusName(t.status) << " | "
-           << cell(t.invalid.toString()) << " |\n";
+           << cell(t.status == Status::Unresolved ? t.resolution.toString() : t.invalid.toString())
+           << " |\n";
     }
 }
 
@@ -145,9 +147,10 @@ std::string diffResultToMarkdown(const DiffResult& r, const MarkdownOptions& opt
     std::ostringstream md;
     const auto verdict = runVerdict(r);
     md << "# TTrace diff: "
-       << (verdict == RunVerdict::Clean       ? "clean"
-           : verdict == RunVerdict::Divergent ? "DIVERGENT"
-                                              : "INVALID")
+       << (verdict == RunVerdict::Clean        ? "clean"
+           : verdict == RunVerdict::Divergent  ? "DIVERGENT"
+           : verdict == RunVerdict::Unresolved ? "UNRESOLVED"
+                                               : "INVALID")
        << "\n\n";
     appendFirstDivergence(md, r);
     md << "| | |\n|---|---|\n";
@@ -157,8 +160,8 @@ std::string diffResultToMarkdown(const DiffResult& r, const MarkdownOptions& opt
     md << "| candidate | `" << s.candidateDir << "` (" << s.candidateRanks << " ranks) |\n";
     md << "| precision | " << (s.precision.empty() ? "unknown" : s.precision) << " |\n";
     md << "| tensors | " << s.compared << " compared, " << s.divergent << " divergent ("
-       << s.structural << " structural), " << s.missing << " missing, " << s.invalid
-       << " invalid |\n";
+       << s.structural << " structural), " << s.missing << " missing, " << s.invalid << " invalid, "
+       << s.unresolved << " unresolved |\n";
     if (!s.gradientConvention.empty()) {
         md << "| gradient convention | " << cell(s.gradientConvention) << " |\n";
     }

@@ -131,7 +131,8 @@ void buildTimeline(DiffResult& r) {
             break;
         }
         const auto status = r.tensors[i].status;
-        if (status == Status::Invalid || status == Status::Missing) {
+        if (status == Status::Invalid || status == Status::Missing ||
+            status == Status::Unresolved) {
             r.earlierUncompared = i;
             break;
         }

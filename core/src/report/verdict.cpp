@@ -297,7 +297,7 @@ void assembleVerdicts(DiffResult& result, const std::vector<ModuleInfo>& modules
               });
 
     DiffSummary& s = result.summary;
-    s.compared = s.divergent = s.missing = s.invalid = s.structural = 0;
+    s.compared = s.divergent = s.missing = s.invalid = s.structural = s.unresolved = 0;
     s.maxRatio = 0.0;
     for (std::size_t i = 0; i < result.tensors.size(); ++i) {
         const auto& t = result.tensors[i];
@@ -314,6 +314,7 @@ void assembleVerdicts(DiffResult& result, const std::vector<ModuleInfo>& modules
             break;
         case Status::Missing: ++s.missing; break;
         case Status::Invalid: ++s.invalid; break;
+        case Status::Unresolved: ++s.unresolved; break;
         }
     }
     // A module is as bad as its worst tensor, in the one severity order.
@@ -330,8 +331,8 @@ void assembleVerdicts(DiffResult& result, const std::vector<ModuleInfo>& modules
         analysis.classify(result.modules[i], i);
     }
     buildTimeline(result);
-    s.clean =
-        s.divergent == 0 && s.invalid == 0 && s.missing == 0 && !hasErrors(result.diagnostics);
+    s.clean = s.divergent == 0 && s.invalid == 0 && s.missing == 0 && s.unresolved == 0 &&
+              !hasErrors(result.diagnostics);
 }
 
 std::vector<std::size_t> worstTensors(const DiffResult& result, std::size_t count) {
@@ -362,7 +363,10 @@ RunVerdict runVerdict(const DiffResult& r) {
         (r.tensors.empty() && !s.clean)) {
         return RunVerdict::Invalid;
     }
-    return s.divergent > 0 ? RunVerdict::Divergent : RunVerdict::Clean;
+    if (s.divergent > 0) {
+        return RunVerdict::Divergent;
+    }
+    return s.unresolved > 0 ? RunVerdict::Unresolved : RunVerdict::Clean;
 }
 
 std::string_view runVerdictName(RunVerdict verdict) {
@@ -370,6 +374,7 @@ std::string_view runVerdictName(RunVerdict verdict) {
     case RunVerdict::Clean: return "clean";
     case RunVerdict::Divergent: return "divergent";
     case RunVerdict::Invalid: return "invalid";
+    case RunVerdict::Unresolved: return "unresolved";
     }
     return "invalid";
 }
@@ -379,6 +384,7 @@ int exitCodeFor(const DiffResult& result) {
     case RunVerdict::Clean: return 0;
     case RunVerdict::Divergent: return 1;
     case RunVerdict::Invalid: return 2;
+    case RunVerdict::Unresolved: return 3;
     }
     return 2;
 }

@@ -37,6 +37,12 @@ std::optional<PairRefusal> pairRefusal(const Diagnostics& diagnostics) {
     return std::nullopt;
 }
 
+std::string unresolvedText(std::size_t count) {
+    return std::to_string(count) + (count == 1 ? " tensor's" : " tensors'") +
+           " inferred placement is unresolved (more than one layout, or none, fits the "
+           "evidence; annotate it to compare it)";
+}
+
 std::string verdictLine(const DiffResult& r) {
     const auto& s = r.summary;
     if (const auto refusal = pairRefusal(r.diagnostics)) {
@@ -50,7 +56,11 @@ std::string verdictLine(const DiffResult& r) {
                              : "");
     case RunVerdict::Divergent:
         return "DIVERGENT: " + std::to_string(s.divergent) +
-               " tensors diverge beyond round-off; every tensor was valid";
+               " tensors diverge beyond round-off; every tensor was valid" +
+               (s.unresolved > 0 ? "; " + unresolvedText(s.unresolved) : "");
+    case RunVerdict::Unresolved:
+        return "UNRESOLVED: " + unresolvedText(s.unresolved) +
+               "; every tensor compared is within its round-off tolerance";
     case RunVerdict::Invalid: break;
     }
     if (r.tensors.empty() && !r.cancelled) {
@@ -59,6 +69,9 @@ std::string verdictLine(const DiffResult& r) {
     }
     std::string why =
         std::to_string(s.invalid) + " invalid, " + std::to_string(s.missing) + " missing tensors";
+    if (s.unresolved > 0) {
+        why += ", " + std::to_string(s.unresolved) + " unresolved";
+    }
     if (hasErrors(r.diagnostics)) {
         why += ", bundle errors";
     }

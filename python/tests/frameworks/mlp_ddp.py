@@ -2,7 +2,10 @@
 (`[batch, features]`, or `[batch, seq, features]` with `--tokens`), plain
 `DistributedDataParallel` on gloo, and the README's capture lines unchanged. Run on one
 process it is the reference; under torchrun, the candidate. `--bug sum` registers a DDP
-communication hook that sums gradients instead of averaging them."""
+communication hook that sums gradients instead of averaging them. `--seq-first` feeds
+sequence-first `[seq, batch, features]` activations under DDP's default `dim=0` (DDP only
+scatters inputs on it; the model is free to lay them out otherwise); `--fsdp` shards the model
+with FSDP2's `fully_shard` instead of DDP."""
 
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 from torch import nn
+from torch.distributed.fsdp import fully_shard
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 import ttrace.capture as ttc  # ttrace
@@ -35,7 +39,9 @@ class MLP(nn.Module):
         return self.fc2(self.act(self.norm(self.fc1(x))))
 
 
-def batches(tokens: bool, rank: int, world: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
+def batches(
+    tokens: bool, rank: int, world: int, seq_first: bool = False
+) -> list[tuple[torch.Tensor, torch.Tensor]]:
     """This rank's rows of each step's global batch (DistributedSampler-style)."""
     out = []
     for step in range(STEPS):
@@ -43,7 +49,10 @@ def batches(tokens: bool, rank: int, world: int) -> list[tuple[torch.Tensor, tor
         shape = (BATCH, SEQ, FEATURES) if tokens else (BATCH, FEATURES)
         x, y = torch.randn(shape, generator=g), torch.randn(shape, generator=g)
         n = BATCH // world
-        out.append((x[rank * n : (rank + 1) * n], y[rank * n : (rank + 1) * n]))
+        x, y = x[rank * n : (rank + 1) * n], y[rank * n : (rank + 1) * n]
+        if seq_first:
+            x, y = x.transpose(0, 1).contiguous(), y.transpose(0, 1).contiguous()
+        out.append((x, y))
     return out
 
 
@@ -52,6 +61,8 @@ def main() -> None:
     parser.add_argument("--out", required=True)
     parser.add_argument("--tokens", action="store_true", help="[batch, seq, features] inputs")
     parser.add_argument("--bug", choices=["none", "sum"], default="none")
+    parser.add_argument("--seq-first", action="store_true", help="[seq, batch, features]")
+    parser.add_argument("--fsdp", action="store_true", help="FSDP2 instead of DDP")
     args = parser.parse_args()
     torch.manual_seed(0)
     world = int(os.environ.get("WORLD_SIZE", "1"))
@@ -60,7 +71,13 @@ def main() -> None:
     if world > 1:
         dist.init_process_group("gloo")
         rank = dist.get_rank()
-        model = DDP(model)
+        if args.fsdp:
+            fully_shard(model)
+            # gloo has no PREMUL_SUM: FSDP2's own switch to a plain sum and a division,
+            # which reduces to the same average.
+            model.set_force_sum_reduction_for_comms(True)
+        else:
+            model = DDP(model)
         if args.bug == "sum":
             sum_ddp_gradients(model)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
@@ -79,7 +96,8 @@ def main() -> None:
         perturbations=variants,
     )
     for _ in tracer.run_variants():  # ttrace
-        for it, (x, y) in enumerate(batches(args.tokens, rank, world)):
+        data = batches(args.tokens or args.seq_first, rank, world, args.seq_first)
+        for it, (x, y) in enumerate(data):
             with tracer.step(it):  # ttrace
                 loss = F.mse_loss(model(x), y)
                 loss.backward()

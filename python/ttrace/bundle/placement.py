@@ -8,6 +8,7 @@ of the row-major flattened tensor, plus ``copy`` / ``sum`` / ``replica``.
 from __future__ import annotations
 
 import copy
+import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -40,6 +41,12 @@ class Placement:
     # declares, what capture inferred, or a hand annotation; None: not recorded. It says
     # how far to trust the placement, not where the elements are, so equality ignores it.
     source: str | None = field(default=None, compare=False)
+    # An inferred placement is a hypothesis: `hypothesis` names it ("replica (bs)") and
+    # `alternatives` are the other placements capture could not exclude, each with its
+    # name; the comparison picks among them by the reference's shapes (docs/bundle-format.md,
+    # `placement_alternatives`). Like the source, they do not change where the elements are.
+    hypothesis: str | None = field(default=None, compare=False)
+    alternatives: tuple[tuple[str, Placement], ...] = field(default=(), compare=False)
 
     LAYOUTS: ClassVar[tuple[str, ...]] = ("boxes", "flat")
     COMBINES: ClassVar[tuple[str, ...]] = ("copy", "sum", "replica")
@@ -221,6 +228,22 @@ class Placement:
         object.__setattr__(out, "source", source)
         return out
 
+    def with_alternatives(
+        self, hypothesis: str, alternatives: Sequence[tuple[str, Placement]]
+    ) -> Placement:
+        """The same shard, recorded as the hypothesis `hypothesis` with the placements
+        capture could not exclude (those equal to this one are dropped)."""
+        seen: list[Placement] = [self]
+        kept: list[tuple[str, Placement]] = []
+        for label, alt in alternatives:
+            if alt not in seen:
+                seen.append(alt)
+                kept.append((label, alt))
+        out = copy.copy(self)
+        object.__setattr__(out, "hypothesis", hypothesis if kept else None)
+        object.__setattr__(out, "alternatives", tuple(kept))
+        return out
+
     def with_pair_dim(self) -> Placement:
         """The same shard with a trailing dimension of 2 appended: a complex tensor stored as
         (real, imaginary) pairs. Boxes gain the whole pair dimension; flat ranges double
@@ -285,7 +308,30 @@ class Placement:
             attrs["partial_index"] = np.int64(self.partial_index)
         if self.source is not None:
             attrs["placement_source"] = self.source
+        if self.alternatives:
+            attrs["placement_hypothesis"] = self.hypothesis or ""
+            attrs["placement_alternatives"] = json.dumps(
+                [alt.alternative_record(label) for label, alt in self.alternatives],
+                separators=(",", ":"),
+            )
         return attrs
+
+    def alternative_record(self, label: str) -> dict[str, object]:
+        """One entry of `placement_alternatives`: the placement attributes of the
+        alternative, by the dataset attributes' names, and its name."""
+        out: dict[str, object] = {
+            "label": label,
+            "global_shape": list(self.global_shape),
+            "placement": self.layout,
+            "combine": self.combine,
+        }
+        if self.layout == "boxes":
+            out["boxes"] = [[v for span in box for v in span] for box in self.box_spans]
+        else:
+            out["flat_ranges"] = [list(r) for r in self.flat_ranges]
+        if self.partial_index is not None:
+            out["partial_index"] = self.partial_index
+        return out
 
     @staticmethod
     def _dim(shape: tuple[int, ...], dim: int) -> int:

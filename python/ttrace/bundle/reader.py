@@ -48,6 +48,11 @@ class Shard:
     partial_index: int | None
     dtype: str
     source: str | None = None  # `placement_source`; None in bundles written before it
+    # An inferred placement's name and the alternatives capture could not exclude
+    # (`placement_hypothesis`, `placement_alternatives`: dicts by the attributes' names);
+    # empty in bundles written before them and for placements with no alternative.
+    hypothesis: str | None = None
+    alternatives: tuple[dict[str, Any], ...] = ()
 
 
 def _identity(key: TensorKey) -> Identity:
@@ -178,6 +183,12 @@ class BundleReader:
                     partial_index=int(a["partial_index"]) if "partial_index" in a else None,
                     dtype=dtype,
                     source=_text(a["placement_source"]) if "placement_source" in a else None,
+                    hypothesis=_text(a["placement_hypothesis"])
+                    if "placement_hypothesis" in a
+                    else None,
+                    alternatives=tuple(json.loads(_text(a["placement_alternatives"])))
+                    if "placement_alternatives" in a
+                    else (),
                 )
             )
         if not out:

@@ -36,7 +36,7 @@ from .mesh_dims import covered_roles
 from .naming import ModuleNames
 from .parallel_info import ParallelInfo
 from .placement_memo import ParamSource, PlacementMemo
-from .run_order import activation_order
+from .run_order import activation_order, order_declared
 from .shard_math import DimMap, placement_from_dims, two_chunk_indices
 from .token_rows import rows_placement
 from .tp_styles import StyleLayouts, module_style
@@ -66,6 +66,9 @@ class Decision:
     source: str = "inferred"
     # tokens chosen by a router (`token_routing.RowsDecision`): router outputs, expert rows
     rows: Any = None
+    # Whether the tensor-parallel layout itself was inferred (`source` is also "inferred"
+    # when only the activation order was): then the other layouts are alternatives.
+    layout_inferred: bool = False
 
 
 # Rules of `decide` whose layout the job states: Megatron's module types and attributes,
@@ -82,6 +85,7 @@ class PlacementInference:
         self.info = info
         self.calls = calls
         self.order = activation_order(info, names.names)
+        self.order_declared = order_declared(info, names.names)
         self.facts = ShapeFacts(names, info)
         self.megatron = MegatronRules(names.names, info.tp)
         self._styles: dict[nn.Module, StyleLayouts | None] = {}
@@ -238,7 +242,12 @@ class PlacementInference:
                 )
             # Integer tensors nothing placed (ids, positions, masks) are replicas over tp.
             origin_of = self.source_of(source, lookup)
-            decided = Decision(layout, note, self.with_order(origin_of, len(shape)))
+            decided = Decision(
+                layout,
+                note,
+                self.with_order(origin_of, len(shape)),
+                layout_inferred=origin_of == "inferred",
+            )
             if direction == "out" and note is None and source != "default":
                 tag(lookup, layout, self.order, decided.source)
                 self.produced_source[lookup] = decided.source
@@ -249,7 +258,56 @@ class PlacementInference:
         if batch_note and note is None:
             note = LayoutNote(batch_note, "")
         source = "inferred" if batch_note else decided.source
-        return tensor, placement.with_source(source), Decision(decided.layout, note, source)
+        placement = placement.with_source(source)
+        if source == "inferred" and not batch_note:
+            placement = self.hypotheses(placement, shape, decided, gradient, direction)
+        return (
+            tensor,
+            placement,
+            Decision(decided.layout, note, source, layout_inferred=decided.layout_inferred),
+        )
+
+    def hypotheses(
+        self,
+        placement: Placement,
+        shape: tuple[int, ...],
+        decided: Decision,
+        gradient: bool,
+        direction: str,
+    ) -> Placement:
+        """`placement`, an inferred one, with the alternatives nothing here excludes: the
+        other activation order when no order is declared, the other tensor-parallel layouts
+        (replica, sequence-split, hidden-split) when the layout was inferred. The comparison
+        keeps the one that rebuilds the reference's shape (docs/bundle-format.md)."""
+        assert decided.layout is not None
+        info = self.info
+        declared_order = self.order_declared
+        base = decided.layout.order or self.order
+        orders = [base] if declared_order else [base, "bs" if base == "sb" else "sb"]
+        chosen = decided.layout
+        primary = Layout(chosen.mode, base, chosen.dim)
+        layouts = [primary]
+        if info.tp > 1 and decided.layout_inferred:
+            layouts += [Layout(m) for m in ("replica", "seq", "last") if m != chosen.mode]
+        alternatives: list[tuple[str, Placement]] = []
+        for candidate in layouts:
+            for order in orders:
+                alt = Layout(candidate.mode, order, candidate.dim)
+                if alt == primary:
+                    continue
+                laid = alt.for_gradient() if gradient else alt
+                alt_placement, alt_note = self.place(shape, laid, gradient, direction)
+                if not alt_note:
+                    alternatives.append((self.label(alt), alt_placement))
+        return placement.with_alternatives(self.label(primary), alternatives)
+
+    def label(self, layout: Layout) -> str:
+        """A hypothesis's name: the layout over tp, and the activation order."""
+        order = "batch-first (bs)" if layout.order == "bs" else "sequence-first (sb)"
+        if self.info.tp == 1:
+            return order
+        head = f"split dim {layout.dim} over tp" if layout.mode == "split" else layout.mode
+        return f"{head}, {order}"
 
     def _routed(
         self,
@@ -291,10 +349,11 @@ class PlacementInference:
 
     def with_order(self, source: str, ndim: int, outer: bool = True) -> str:
         """`source`, unless the tensor's batch dimension is split over data (or context)
-        parallelism along an activation order that was inferred, not declared."""
+        parallelism along an activation order that was inferred, not declared (by
+        `ParallelInfo` or Megatron's sequence-first convention)."""
         info = self.info
         split = outer and ndim >= 2 and info.dp * info.cp > 1
-        if split and info.batch_dim is None and info.seq_dim is None and source == "declared":
+        if split and not self.order_declared and source == "declared":
             return "inferred"
         return source
 
@@ -476,7 +535,34 @@ class PlacementInference:
         # what the job declares; over tensor parallelism only Megatron's attributes say it.
         declared = self.info.tp == 1 or hasattr(param, "tensor_model_parallel")
         declared = declared or self.is_expert_param(param, owner)
-        return tensor, placement.with_source("declared" if declared else "inferred"), scale
+        if declared:
+            return tensor, placement.with_source("declared"), scale
+        placement = self.param_hypotheses(placement.with_source("inferred"), param, owner, kind)
+        return tensor, placement, scale
+
+    def param_hypotheses(
+        self, placement: Placement, param: torch.Tensor, owner: nn.Module | None, kind: str
+    ) -> Placement:
+        """A parameter nothing declares over tensor parallelism (no `tensor_model_parallel`
+        attribute, not a DTensor: one built by hand, or passed as a forward argument) is
+        taken as a replica; a split of any one dimension over tp is as possible, and the
+        reference's shape decides at compare time (the report then says it is undeclared)."""
+        shape = tuple(param.shape)
+        alternatives: list[tuple[str, Placement]] = []
+        for dim in range(len(shape)):
+            source = ParamSource(
+                True,
+                dim,
+                self.is_expert_param(param, owner),
+                self.tied_across_pp(param),
+                bool(getattr(param, "sequence_parallel", False)),
+            )
+            key = ("param", shape, kind, source)
+            hit = self.memo.get(self.info, key)
+            if hit is None:
+                hit = self.memo.put(key, self._param_placement(shape, kind, source))
+            alternatives.append((f"split dim {dim} over tp (undeclared)", hit[0]))
+        return placement.with_alternatives("replica over tp (undeclared)", alternatives)
 
     def param_note(self, param: torch.Tensor, hint_path: str) -> LayoutNote | None:
         """A note for a plain parameter taken as replicated over tensor parallelism."""

@@ -14,11 +14,12 @@ How gradients are reduced (`grad_reduce`) comes from `grad_convention`: what the
 declares, else its wrapper's settings (DDP averages; FSDP2 averages unless its gradient divide
 factor says otherwise; Megatron-core averages unless the loss is normalized per token).
 
-The batch dimension DDP declares (`DistributedDataParallel(dim=0)`, the dimension it would
-scatter inputs along) is the one data parallelism splits: with it, a run that does not set
-`ParallelInfo(batch_dim=/seq_dim=)` is laid out batch-first (`dim=0`) or sequence-first
-(`dim=1`) by that declaration, not by the shapes of its activations (a 2-d `[batch,
-features]` activation has no sequence dimension to tell the two apart).
+DDP's `dim` (`DistributedDataParallel(dim=0)`, the dimension it would scatter inputs along)
+suggests the activation order of a run that does not set `ParallelInfo(batch_dim=/seq_dim=)`:
+batch-first (`dim=0`) or sequence-first (`dim=1`). It is not a declaration of every
+activation's layout (a sequence-first `[s, b, h]` model may run under DDP with `dim=0`), so
+it is kept as `order_hint`: capture lays activations out by it, records them as inferred, and
+records the other order as an alternative for the comparison to resolve.
 """
 
 from __future__ import annotations
@@ -121,7 +122,7 @@ def resolve_parallel(
     if info.batch_dim is None and info.seq_dim is None:
         batch_dim = declared_batch_dim(roots)
         if batch_dim is not None:
-            info = dataclasses.replace(info, batch_dim=batch_dim)
+            info = dataclasses.replace(info, order_hint="bs" if batch_dim == 0 else "sb")
     declared = given.grad_reduce if given is not None else None
     convention = read_convention(roots, info, declared)
     factor = convention.divide_factor if convention.reduction == "divide" else None

@@ -43,6 +43,11 @@ class ParallelInfo:
     cp_layout: str = "two_chunk"  # or "contiguous"
     grad_reduce: str | None = None
     grad_divide_factor: float | None = None
+    # The activation order a wrapper suggests without declaring it ("bs" or "sb"; DDP's
+    # `dim`, the dimension it would scatter inputs along): capture lays activations out by
+    # it, records the placement as inferred, and keeps the other order as an alternative
+    # that the comparison resolves against the reference's shapes.
+    order_hint: str | None = None
 
     def __post_init__(self) -> None:
         for name in COORDS:
@@ -66,6 +71,8 @@ class ParallelInfo:
                 f"seq_dim={self.seq_dim}, batch_dim={self.batch_dim}: activations must be "
                 "[s, b, ...] (seq_dim=0, batch_dim=1) or [b, s, ...] (seq_dim=1, batch_dim=0)"
             )
+        if self.order_hint not in (None, "sb", "bs"):
+            raise ValueError(f"order_hint must be 'sb' or 'bs', not {self.order_hint!r}")
         if self.grad_reduce not in (None, "sum", "mean"):
             raise ValueError(f"grad_reduce must be 'sum' or 'mean', not {self.grad_reduce!r}")
         if self.grad_divide_factor is not None and not self.grad_divide_factor > 0:

@@ -81,7 +81,8 @@ QColor heatColor(Status status, double ratio) {
 
 QColor heatColor(Status status, double ratio, const HeatScale& scale) {
     switch (status) {
-    case Status::Missing: return QColor(0xb8bcc2); // neutral: nothing to compare
+    case Status::Missing:
+    case Status::Unresolved: return QColor(0xb8bcc2); // neutral: nothing to compare
     case Status::Invalid:
         return QColor(0x8e44ad); // purple: shards could not be merged, itself a bug signal
     case Status::Clean:

@@ -398,9 +398,10 @@ QVariant LayerTreeModel::cellData(const Node& node, int column, int role) const 
     const TensorResult& t = results_.tensor(*tensor);
     switch (role) {
     case Qt::DisplayRole:
-        return t.status == Status::Missing   ? QStringLiteral("missing")
-               : t.status == Status::Invalid ? QStringLiteral("invalid")
-                                             : formatRatio(t.ratio);
+        return t.status == Status::Missing      ? QStringLiteral("missing")
+               : t.status == Status::Invalid    ? QStringLiteral("invalid")
+               : t.status == Status::Unresolved ? QStringLiteral("unresolved")
+                                                : formatRatio(t.ratio);
     case Qt::ToolTipRole: {
         QString tip = QStringLiteral("<b>%1</b><br>").arg(qstr(t.id.label()).toHtmlEscaped());
         tip += QCoreApplication::translate("LayerTreeModel",
