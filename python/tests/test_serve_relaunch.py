@@ -491,6 +491,12 @@ def test_serve_over_stdio_runs_only_the_plan_shown_and_stops_when_input_ends(
         manifest = json.loads((tp2_bundle / "manifest.json").read_text())
         assert header["identity"]["candidate"]["capture_id"] == manifest["capture_id"]
         assert len(_relaunch_pids(tp2_bundle)) >= 3  # torchrun and its two ranks
+        # `ttrace localize` with another capture as the candidate: refused before any replay.
+        token_file = tmp_path / "token"
+        token_file.write_text(token + "\n")
+        token_file.chmod(0o600)
+        rc, _, text = localize(reference, reference, endpoint, token_file, tmp_path / "o.json")
+        assert rc == 2 and "the agent serves another candidate (capture" in text, text
         proc.stdin.close()  # the front end is gone: everything it started stops
         proc.wait(timeout=60)
         deadline = time.monotonic() + 30

@@ -10,6 +10,7 @@
 #include "ttrace/ui/localize_ui.h"
 #include "ttrace/ui/main_window.h"
 #include "ttrace/ui/models/agent_session.h"
+#include "ttrace/ui/models/code_changes_text.h"
 #include "ttrace/ui/models/layer_tree_model.h"
 #include "ttrace/ui/models/localize_badge.h"
 #include "ttrace/ui/models/remote_agent_launcher.h"
@@ -163,6 +164,21 @@ private slots:
         QVERIFY(!t.problem().isEmpty()); // never an option in the destination's place
     }
 
+    void codeChangesAreWordedAsTheCommandLine() {
+        ttrace::replay::AgentInfo live;
+        QVERIFY(codeChangesLine(live).isEmpty()); // a live job runs the captured code
+        ttrace::replay::AgentInfo same;
+        same.relaunched = true;
+        QCOMPARE(codeChangesLine(same),
+                 QStringLiteral("relaunched from the bundles; the same code as captured"));
+        ttrace::replay::AgentInfo changed = same;
+        changed.codeChanges = {"examples.gpt.layers.norm: source changed"};
+        QVERIFY(codeChanged(changed));
+        QVERIFY(codeChangesLine(changed).contains("CHANGED since capture"));
+        QVERIFY(
+            codeChangesDetail(changed).endsWith("\n  examples.gpt.layers.norm: source changed"));
+    }
+
     void connectsOverSshAndLocalizesWithOneClick() {
         auto w = std::make_unique<MainWindow>();
         w->show();
@@ -304,6 +320,7 @@ private:
             dialog->reject();
             return why;
         }
+        qInfo("ssh: Start Agent to handshake done %.1f s", dialog->launcher()->secondsSinceStart());
         const QString code = dialog->codeLabel()->text();
         const QString served = dialog->bundlesLabel()->text();
         save(dialog, QStringLiteral("ssh-dialog-code-check.png"));
