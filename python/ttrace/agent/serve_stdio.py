@@ -89,8 +89,13 @@ def run_over_stdio(command: RelaunchCommand, folder: Path) -> int:
     token_file = Path(command.env["TTRACE_TOKEN_FILE"])
     closed = threading.Event()
     threading.Thread(target=_watch_stdin, args=(closed,), daemon=True).start()
+    # The ranks' own output goes to stderr (the front end's log): stdout carries events only.
     proc = subprocess.Popen(
-        command.argv, cwd=command.cwd, env=child_environment(command), stdin=subprocess.DEVNULL
+        command.argv,
+        cwd=command.cwd,
+        env=child_environment(command),
+        stdin=subprocess.DEVNULL,
+        stdout=sys.stderr.fileno(),
     )
     _emit({"event": "started", "world_size": int(command.launcher.get("world_size", 1))})
     announced = False
