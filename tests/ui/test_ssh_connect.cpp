@@ -290,6 +290,7 @@ private:
         form->destinationEdit()->setText(QStringLiteral("gpu-node"));
         form->ttraceEdit()->setText(qEnvironmentVariable("TTRACE_CLI"));
         form->sshOptionsEdit()->setText("-F " + sshd_->clientConfig());
+        save(dialog, QStringLiteral("ssh-dialog-host.png"));
         dialog->showCommandButton()->click();
         if (!QTest::qWaitFor([&] { return dialog->page() == SshConnectDialog::Page::Plan; },
                              120000)) {
