@@ -22,6 +22,8 @@ APT_PACKAGES=(
   dpkg-dev fakeroot lintian appstream desktop-file-utils help2man man-db
   # ttrace-mpi and its test (ctest -L mpi): Debian's Open MPI.
   libopenmpi-dev openmpi-bin
+  # The explorer's "Connect to GPU Host" test runs its own sshd on a loopback port.
+  openssh-server openssh-client
 )
 # torch is always pinned: an unpinned torch pulls gigabytes of CUDA packages.
 # transformers and the packages it loads, pinned: the framework tests build its Llama;

@@ -5,6 +5,7 @@
 #include "ttrace/bundle.h"
 #include "ttrace/diff_engine.h"
 #include "ttrace/replay/agent_judge.h"
+#include "ttrace/replay/bundle_match.h"
 #include "ttrace/replay/localize_report.h"
 #include "ttrace/replay/token_file.h"
 
@@ -64,6 +65,19 @@ LocalizeResult runWalk(const LocalizeArgs& a, const AgentJudge& judge, const Age
     return walkDivergence(diff, std::cref(judge), callbacks);
 }
 
+// Why the agent must not judge this pair (it serves another capture), or empty.
+std::string servesOtherBundles(const LocalizeArgs& a, const AgentInfo& agent) {
+    Diagnostics problems;
+    const auto reference = readManifest(a.bundles[0], problems);
+    const auto candidate = readManifest(a.bundles[1], problems);
+    if (!reference || !candidate) {
+        return problems.empty() ? "cannot read the bundles' manifests"
+                                : problems.front().toString();
+    }
+    const auto mismatch = agentBundleMismatch(agent, *reference, *candidate);
+    return mismatch ? mismatch->message : std::string();
+}
+
 } // namespace
 
 int runLocalize(std::span<const std::string_view> args) {
@@ -100,6 +114,9 @@ int runLocalize(std::span<const std::string_view> args) {
     if (!agent) {
         return fail("handshake with the agent at " + a.agent +
                     " failed: " + agent.error().toString());
+    }
+    if (const auto why = servesOtherBundles(a, agent.value()); !why.empty()) {
+        return fail(why);
     }
     AgentJudgeOptions judgeOptions;
     judgeOptions.tolerance = a.tolerance;

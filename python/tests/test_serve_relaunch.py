@@ -422,3 +422,88 @@ def test_report_serve_numbers() -> None:
             + ", ".join(f"{100 * f:.2f}%" for f in TIMES["added_fraction"])
             + " of the candidate bundle"
         )
+
+
+# --- a front end over ssh: the plan first, then the relaunch driven through a pipe ----------
+
+
+def _relaunch_pids(candidate: Path) -> list[int]:
+    """Processes whose environment says they serve `candidate` (the relaunch and its ranks)."""
+    mark = f"TTRACE_REPLAY_CANDIDATE={candidate.resolve()}".encode()
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if mark in (entry / "environ").read_bytes().split(b"\0"):
+                    pids.append(int(entry.name))
+            except OSError:
+                continue
+    return pids
+
+
+def test_serve_over_stdio_runs_only_the_plan_shown_and_stops_when_input_ends(
+    tmp_path: Path, reference: Path, tp2_bundle: Path, code_tree: Path
+) -> None:
+    base = [str(ttrace_binary()), "serve", "--reference", str(reference)]
+    base += ["--candidate", str(tp2_bundle), "--cwd", str(code_tree)]
+    variables = env(TTRACE_PYTHON=sys.executable)
+    variables["PYTHONPATH"] = os.pathsep.join([str(code_tree), variables["PYTHONPATH"]])
+    shown = subprocess.run(
+        [*base, "--print-plan"], env=variables, capture_output=True, text=True, timeout=120
+    )
+    assert shown.returncode == 0, shown.stderr
+    plan = json.loads(shown.stdout)
+    assert plan["world_size"] == 2 and "examples.gpt.train" in plan["argv"]
+    assert "--nproc-per-node=2 -m examples.gpt.train" in plan["command"]
+    assert len(plan["digest"]) == 64 and not _relaunch_pids(tp2_bundle)
+
+    other = subprocess.run(
+        [*base, "--stdio", "--plan-digest", "0" * 64],
+        env=variables,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert other.returncode == 3 and "not the one confirmed" in other.stderr, other.stderr
+
+    log = (tmp_path / "serve.log").open("w")
+    proc = subprocess.Popen(
+        [*base, "--stdio", "--plan-digest", plan["digest"]],
+        env=variables,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=log,
+        text=True,
+    )
+    try:
+        events = []
+        assert proc.stdout is not None and proc.stdin is not None
+        for line in proc.stdout:
+            events.append(json.loads(line))
+            if events[-1]["event"] == "serving":
+                break
+        assert [e["event"] for e in events] == ["started", "serving"], events
+        endpoint, token = events[-1]["endpoint"], events[-1]["token"]
+        assert len(token) == 64
+        cmdlines = [p.read_bytes() for p in Path("/proc").glob("[0-9]*/cmdline") if p.exists()]
+        assert not any(token.encode() in c for c in cmdlines), "the token is on a command line"
+        header, _ = _hello(endpoint, token)
+        manifest = json.loads((tp2_bundle / "manifest.json").read_text())
+        assert header["identity"]["candidate"]["capture_id"] == manifest["capture_id"]
+        assert len(_relaunch_pids(tp2_bundle)) >= 3  # torchrun and its two ranks
+        # `ttrace localize` with another capture as the candidate: refused before any replay.
+        token_file = tmp_path / "token"
+        token_file.write_text(token + "\n")
+        token_file.chmod(0o600)
+        rc, _, text = localize(reference, reference, endpoint, token_file, tmp_path / "o.json")
+        assert rc == 2 and "the agent serves another candidate (capture" in text, text
+        proc.stdin.close()  # the front end is gone: everything it started stops
+        proc.wait(timeout=60)
+        deadline = time.monotonic() + 30
+        while _relaunch_pids(tp2_bundle) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not _relaunch_pids(tp2_bundle)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        log.close()

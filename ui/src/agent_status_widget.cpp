@@ -1,6 +1,7 @@
 #include "ttrace/ui/agent_status_widget.h"
 
 #include "ttrace/ui/models/agent_session.h"
+#include "ttrace/ui/models/code_changes_text.h"
 
 #include <QHBoxLayout>
 #include <QLabel>
@@ -48,7 +49,10 @@ void AgentStatusWidget::refresh() {
     }
     dot_->setStyleSheet(QStringLiteral("background: %1; border-radius: 5px;").arg(color.name()));
     QString text = session_->statusText();
-    label_->setToolTip(text);
+    // The code the agent runs, file by file, where the status line has room for a count only.
+    const auto* info = session_->info();
+    const QString code = info ? codeChangesDetail(*info) : QString();
+    label_->setToolTip(code.isEmpty() ? text : text + QStringLiteral("\n") + code);
     if (text.size() > 90) {
         text = text.left(89) + QStringLiteral("…");
     }

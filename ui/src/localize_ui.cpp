@@ -1,5 +1,6 @@
 #include "ttrace/ui/localize_ui.h"
 
+#include "ttrace/replay/bundle_match.h"
 #include "ttrace/replay/localize_walk.h"
 #include "ttrace/ui/agent_status_widget.h"
 #include "ttrace/ui/connect_dialog.h"
@@ -7,6 +8,7 @@
 #include "ttrace/ui/headline_bar.h"
 #include "ttrace/ui/layer_tree_pane.h"
 #include "ttrace/ui/models/agent_session.h"
+#include "ttrace/ui/models/code_changes_text.h"
 #include "ttrace/ui/models/layer_tree_model.h"
 #include "ttrace/ui/models/localize_controller.h"
 #include "ttrace/ui/models/localize_summary.h"
@@ -91,6 +93,11 @@ LocalizeUi::LocalizeUi(const LocalizeUiParts& parts, QObject* parent)
     connect(cancel_, &QAction::triggered, controller_, &LocalizeController::cancel);
     connect(cancelButton_, &QPushButton::clicked, cancel_, &QAction::trigger);
     connect(session_, &AgentSession::stateChanged, this, &LocalizeUi::updateActions);
+    connect(session_, &AgentSession::stateChanged, this, [this](AgentSession::State state) {
+        if (state == AgentSession::State::Connected && !session_->busy()) {
+            announceAgent();
+        }
+    });
     connect(parts.tree, &LayerTreePane::currentModuleChanged, this, &LocalizeUi::updateActions);
 
     connect(controller_, &LocalizeController::started, this, [this](int expected) {
@@ -136,7 +143,23 @@ void LocalizeUi::setBundles(const QString& reference, const QString& candidate) 
     reference_ = reference;
     candidate_ = candidate;
     result_.reset();
+    shownReference_.reset();
+    shownCandidate_.reset();
     updateActions();
+}
+
+void LocalizeUi::setManifests(const Manifest& reference, const Manifest& candidate) {
+    shownReference_ = reference;
+    shownCandidate_ = candidate;
+    updateActions();
+}
+
+QString LocalizeUi::agentMismatch(const replay::AgentInfo& agent) const {
+    if (!shownReference_ || !shownCandidate_) {
+        return {};
+    }
+    const auto mismatch = agentBundleMismatch(agent, *shownReference_, *shownCandidate_);
+    return mismatch ? QString::fromStdString(mismatch->message) : QString();
 }
 
 void LocalizeUi::setResult(std::shared_ptr<const DiffResult> result) {
@@ -144,8 +167,8 @@ void LocalizeUi::setResult(std::shared_ptr<const DiffResult> result) {
     updateActions();
 }
 
-void LocalizeUi::connectTo(const AgentTarget& target) {
-    if (!candidate_.isEmpty()) {
+void LocalizeUi::connectTo(const AgentTarget& target, bool remember) {
+    if (remember && !candidate_.isEmpty()) {
         rememberAgent(candidate_, target);
     }
     session_->connectTo(target);
@@ -256,7 +279,24 @@ void LocalizeUi::onFinished(const LocalizeResult& result) {
     emit localizeFinished(result);
 }
 
+void LocalizeUi::announceAgent() {
+    // Before any verdict: which code the agent runs, and whether it serves the bundles shown.
+    const auto& info = *session_->info();
+    const QString other = agentMismatch(info);
+    const QString message =
+        other.isEmpty() ? codeChangesLine(info) : tr("Localize disabled: %1").arg(other);
+    if (!message.isEmpty()) {
+        parts_.statusBar->showMessage(message);
+    }
+}
+
 QString LocalizeUi::refusedBecause() const {
+    // An agent serving another capture would judge modules with another run's code and inputs.
+    if (const auto* info = session_->client() ? session_->info() : nullptr) {
+        if (const QString other = agentMismatch(*info); !other.isEmpty()) {
+            return other;
+        }
+    }
     if (!result_) {
         return {};
     }

@@ -13,6 +13,7 @@
 #include "ttrace/ui/models/tensor_columns.h"
 #include "ttrace/ui/models/warnings_model.h"
 #include "ttrace/ui/problems_banner.h"
+#include "ttrace/ui/remote_connect_ui.h"
 #include "ttrace/ui/run_summary_bar.h"
 #include "ttrace/ui/startup_localize.h"
 #include "ttrace/ui/warnings_dock.h"
@@ -229,6 +230,8 @@ void MainWindow::createMenus() {
     module->addAction(localizeUi_->cancelAction());
     module->addSeparator();
     module->addAction(localizeUi_->connectAction());
+    auto* remote = new RemoteConnectUi(localizeUi_, this);
+    module->addAction(remote->action());
     module->addAction(tr("&Reconnect"), localizeUi_->session(), &AgentSession::reconnect);
     view->addSeparator();
     view->addAction(warningsDock_->toggleViewAction());
@@ -261,6 +264,7 @@ void MainWindow::createMenus() {
     toolbar->addWidget(tree_->positionLabel());
     toolbar->addSeparator();
     toolbar->addAction(localizeUi_->connectAction());
+    toolbar->addAction(remote->action());
     toolbar->addAction(localizeUi_->localizeAction());
     toolbar->addAction(localizeUi_->localizeAllAction());
     toolbar->addSeparator();
@@ -358,6 +362,7 @@ void MainWindow::onLoadStarted() {
 
 void MainWindow::onMetadata(const Manifest& reference, const Manifest& candidate) {
     summary_->setManifests(reference, candidate);
+    localizeUi_->setManifests(reference, candidate);
     // The tree appears now, before any statistics: reference modules, then any the candidate
     // adds (a candidate may capture modules the reference does not have).
     auto modules = reference.modules;

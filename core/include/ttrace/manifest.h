@@ -73,6 +73,9 @@ struct Manifest {
     // diff takes module order and depths from the reference's manifest).
     bool unfinished = false;
     std::string created;
+    // One id per capture (older bundles: empty): tells a copy of this capture from another
+    // capture, where paths cannot (bundles move between hosts).
+    std::string captureId;
     // The optimizer's hyper-parameters per step, when the capture could record them.
     std::optional<OptimizerConfig> optimizer;
     // How the job reduces gradients, when the capture recorded it (older bundles: not).

@@ -147,6 +147,7 @@ std::optional<Manifest> readTopFields(const json& root, const std::string& where
     m.microBatches = static_cast<int>(top.bounded("micro_batches", 1, 1, kMaxMicroBatches));
     m.producer = top.optional<std::string>("producer", "");
     m.created = top.optional<std::string>("created", "");
+    m.captureId = top.optional<std::string>("capture_id", "");
     if (top.failed()) {
         return std::nullopt;
     }

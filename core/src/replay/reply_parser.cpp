@@ -106,6 +106,27 @@ std::optional<AgentModule> parseModule(const json::Json& entry, std::size_t i, s
     return m;
 }
 
+// identity.<role>: {"capture_id": string, "created": string}; false when malformed.
+bool readIdentity(const json::Json& identity, const char* role, BundleIdentity& out) {
+    const auto entry = identity.find(role);
+    if (entry == identity.end()) {
+        return true;
+    }
+    if (!entry->is_object()) {
+        return false;
+    }
+    for (const auto& [key, target] :
+         {std::pair{"capture_id", &out.captureId}, std::pair{"created", &out.created}}) {
+        if (const auto f = entry->find(key); f != entry->end()) {
+            if (!f->is_string()) {
+                return false;
+            }
+            *target = f->get<std::string>();
+        }
+    }
+    return true;
+}
+
 } // namespace
 
 Result<AgentInfo> ReplyHeader::hello() const {
@@ -145,6 +166,12 @@ Result<AgentInfo> ReplyHeader::hello() const {
             return badReply(why);
         }
         info.modules.push_back(std::move(*m));
+    }
+    if (const auto identity = v.find("identity"); identity != v.end() && identity->is_object()) {
+        if (!readIdentity(*identity, "candidate", info.candidateIdentity) ||
+            !readIdentity(*identity, "reference", info.referenceIdentity)) {
+            return badReply("hello reply: identity holds a non-string");
+        }
     }
     if (const auto relaunch = v.find("relaunch"); relaunch != v.end() && relaunch->is_object()) {
         info.relaunched = true;

@@ -19,10 +19,23 @@ def merge_summaries(summaries: list[dict[str, str]]) -> dict[str, str]:
     return merged
 
 
+def bundle_identity(manifest: dict[str, Any]) -> dict[str, str]:
+    """Which capture a bundle holds, as a client compares it with the bundle it shows: the
+    capture's id (older bundles: none) and the manifest's creation time."""
+    return {
+        "capture_id": str(manifest.get("capture_id", "")),
+        "created": str(manifest.get("created", "")),
+    }
+
+
+def _manifest(bundle: Path) -> dict[str, Any]:
+    return json.loads((bundle / "manifest.json").read_text(encoding="utf-8"))
+
+
 def hello_info(
     bundle: Path, reference: Path, world_size: int, why: dict[str, str]
 ) -> dict[str, Any]:
-    manifest = json.loads((bundle / "manifest.json").read_text(encoding="utf-8"))
+    manifest = _manifest(bundle)
     modules = []
     for m in manifest.get("modules", []):
         reason = why.get(m["name"], "no call of this module was recorded")
@@ -38,6 +51,10 @@ def hello_info(
         "precision": manifest.get("precision", ""),
         "bundle": str(bundle.resolve()),
         "reference": str(reference.resolve()),
+        "identity": {
+            "candidate": bundle_identity(manifest),
+            "reference": bundle_identity(_manifest(reference)),
+        },
         "iterations": manifest.get("iterations", []),
         "micro_batches": manifest.get("micro_batches", 0),
         "modules": modules,

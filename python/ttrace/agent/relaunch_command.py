@@ -8,6 +8,8 @@ torchrun takes it (for srun or mpirun, end LAUNCH with the interpreter: `srun -n
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import sys
 from collections.abc import Mapping, Sequence
@@ -16,6 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from .relaunch import CANDIDATE_ENV, REPLAY_ENV
+
+# Where the agent writes its endpoint and token: chosen per start, so not part of what the user
+# confirms (the digest of a plan leaves them out).
+VOLATILE_ENV = ("TTRACE_AGENT_ENDPOINT_FILE", "TTRACE_TOKEN_FILE")
 
 
 class RelaunchCommandError(ValueError):
@@ -34,6 +40,26 @@ class RelaunchCommand:
         lines += [f"  {k}={v}" for k, v in self.env.items()]
         lines.append("  " + " ".join(_quote(a) for a in self.argv))
         return "\n".join(lines)
+
+    def digest(self) -> str:
+        """SHA-256 of what runs (program, folder, environment set), as a front end confirms it
+        before the start (`ttrace serve --print-plan`, then `--plan-digest`)."""
+        env = {k: v for k, v in self.env.items() if k not in VOLATILE_ENV}
+        text = json.dumps([self.argv, str(self.cwd), env], sort_keys=True)
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+    def plan(self) -> dict[str, Any]:
+        """The command as JSON, for a front end to show before anything runs."""
+        env = {k: v for k, v in self.env.items() if k not in VOLATILE_ENV}
+        return {
+            "argv": list(self.argv),
+            "cwd": str(self.cwd),
+            "env": env,
+            "world_size": int(self.launcher.get("world_size", 1)),
+            "launcher": dict(self.launcher),
+            "command": RelaunchCommand(self.argv, self.cwd, env, self.launcher).show(),
+            "digest": self.digest(),
+        }
 
 
 def _quote(arg: str) -> str:

@@ -19,11 +19,13 @@ from pathlib import Path
 from typing import Any
 
 from .relaunch_command import (
+    VOLATILE_ENV,
     RelaunchCommand,
     RelaunchCommandError,
     child_environment,
     relaunch_command,
 )
+from .serve_stdio import private_folder, run_over_stdio
 
 EXIT_BAD_INPUT = 2
 EXIT_NOT_CONFIRMED = 3
@@ -44,6 +46,22 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--idle", type=float, default=3600.0, help="exit after this many idle s")
     p.add_argument("--cwd", type=Path, help="run in this folder (default: the job's own)")
     p.add_argument("--yes", action="store_true", help="run without asking (for scripts)")
+    p.add_argument(
+        "--print-plan",
+        action="store_true",
+        help="print the relaunch command as JSON on stdout (with its digest) and run nothing",
+    )
+    p.add_argument(
+        "--plan-digest",
+        help="run only if the command's digest is this one (what --print-plan showed and the "
+        "user confirmed); confirms the run",
+    )
+    p.add_argument(
+        "--stdio",
+        action="store_true",
+        help="for a front end over ssh: announce the endpoint and token as JSON lines on "
+        "stdout, and stop the relaunch when stdin closes",
+    )
     return p
 
 
@@ -68,7 +86,16 @@ def _agent_env(a: argparse.Namespace) -> dict[str, str]:
     return env
 
 
-def _confirmed(yes: bool) -> bool:
+def _confirmed(yes: bool, digest: str | None, command: RelaunchCommand) -> bool:
+    if digest is not None:
+        if digest == command.digest():
+            return True
+        print(
+            "ttrace serve: the relaunch command is not the one confirmed (its digest is "
+            f"{command.digest()}, not {digest}): the bundle or the host changed; show it again",
+            file=sys.stderr,
+        )
+        return False
     if yes:
         return True
     if not sys.stdin.isatty():
@@ -95,6 +122,16 @@ def _run(command: RelaunchCommand) -> int:
             signal.signal(s, handler)
 
 
+def _plan(a: argparse.Namespace, launch: list[str], folder: Path | None) -> RelaunchCommand:
+    _manifest(a.reference, "reference")
+    manifest = _manifest(a.candidate, "candidate")
+    env = _agent_env(a)
+    if folder is not None:  # --stdio: the agent's files in a private folder
+        files = (str(folder / "endpoint"), str(folder / "token"))
+        env.update(zip(VOLATILE_ENV, files, strict=True))
+    return relaunch_command(manifest, a.reference, a.candidate, launch, env, a.cwd)
+
+
 def main(argv: Sequence[str]) -> int:
     args = list(argv)
     launch: list[str] = []
@@ -102,13 +139,15 @@ def main(argv: Sequence[str]) -> int:
         cut = args.index("--")
         args, launch = args[:cut], args[cut + 1 :]
     a = _parser().parse_args(args)
+    folder = private_folder() if a.stdio and not a.print_plan else None
     try:
-        _manifest(a.reference, "reference")
-        manifest = _manifest(a.candidate, "candidate")
-        command = relaunch_command(manifest, a.reference, a.candidate, launch, _agent_env(a), a.cwd)
+        command = _plan(a, launch, folder)
     except RelaunchCommandError as exc:
         print(f"ttrace serve: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    if a.print_plan:
+        print(json.dumps(command.plan(), indent=2))
+        return 0
     print(
         f"ttrace serve: relaunching the candidate {a.candidate} in replay mode "
         f"({command.launcher.get('world_size', 1)} ranks), no training step runs:\n"
@@ -116,6 +155,8 @@ def main(argv: Sequence[str]) -> int:
         file=sys.stderr,
         flush=True,
     )
-    if not _confirmed(a.yes):
+    if not _confirmed(a.yes, a.plan_digest, command):
         return EXIT_NOT_CONFIRMED
+    if folder is not None:
+        return run_over_stdio(command, folder)
     return _run(command)

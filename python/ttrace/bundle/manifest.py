@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -44,6 +45,10 @@ class Manifest:
     # What a relaunch from the bundles needs (`ttrace serve`): launch, code fingerprint,
     # call templates, buffer digests. Candidates only; absent in older bundles.
     replay: dict[str, Any] | None = None
+    # One id per capture, shared by every rank (the ranks' status records carry it too): what
+    # tells a copied bundle from another capture, where paths cannot (bundles move between
+    # hosts). Absent in older bundles.
+    capture_id: str = ""
     producer: str = f"ttrace {__version__}"
     created: str = field(
         default_factory=lambda: datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -100,6 +105,7 @@ class Manifest:
         return {
             "format": FORMAT,
             "format_version": FORMAT_VERSION,
+            **({"capture_id": self.capture_id} if self.capture_id else {}),
             "role": self.role,
             "variants": list(self.variants),
             **({"perturbation": self.perturbation} if self.perturbation is not None else {}),
@@ -166,6 +172,7 @@ class Manifest:
             optimizer=data.get("optimizer"),
             gradient_convention=data.get("gradient_convention"),
             replay=data.get("replay"),
+            capture_id=str(data.get("capture_id", "")),
             producer=data.get("producer", ""),
             created=data.get("created", ""),
         )
@@ -188,10 +195,12 @@ def write_manifest(
     optimizer: Mapping[str, Any] | None = None,
     gradient_convention: Mapping[str, Any] | None = None,
     replay: Mapping[str, Any] | None = None,
+    capture_id: str | None = None,
 ) -> Path:
     """Write ``<bundle_dir>/manifest.json`` (rank 0 calls this after gathering RankRecords).
 
-    Missing parallel sizes default to 1. Returns the manifest's path.
+    Missing parallel sizes default to 1; without `capture_id` the bundle gets a new one.
+    Returns the manifest's path.
     """
     manifest = Manifest(
         role=role,
@@ -208,5 +217,6 @@ def write_manifest(
         optimizer=dict(optimizer) if optimizer is not None else None,
         gradient_convention=dict(gradient_convention) if gradient_convention is not None else None,
         replay=dict(replay) if replay is not None else None,
+        capture_id=capture_id if capture_id is not None else uuid.uuid4().hex,
     )
     return manifest.write(bundle_dir)

@@ -139,6 +139,7 @@ class Tracer:
 
             serve_relaunched(self, optimizer)  # ends the process when serving ends
         capture_id = self._start_capture()
+        self.capture_id = capture_id
         writer = BundleWriter(
             self.out_dir, self.rank, self.world_size, role, self.parallel.coords()
         )
@@ -498,6 +499,7 @@ class Tracer:
             replay=merge_replay_records([p[7] for p in gathered], self.world_size)
             if self.role == "candidate"
             else None,
+            capture_id=self.capture_id,
         )
         remove_status_records(self.out_dir, self.world_size)
 

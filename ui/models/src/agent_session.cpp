@@ -1,6 +1,7 @@
 #include "ttrace/ui/models/agent_session.h"
 
 #include "ttrace/replay/token_file.h"
+#include "ttrace/ui/models/code_changes_text.h"
 
 #include <QCoreApplication>
 #include <QStringList>
@@ -46,14 +47,18 @@ void AgentSession::connectTo(const AgentTarget& target) {
         fail(qstr(endpoint.error().message));
         return;
     }
-    const auto token = replay::readTokenFile(target.tokenFile.toStdString());
-    if (!token) {
-        fail(qstr(token.error().message));
-        return;
-    }
     replay::ClientOptions options;
     options.endpoint = endpoint.value();
-    options.token = token.value();
+    if (!target.token.isEmpty()) {
+        options.token = target.token.toStdString();
+    } else {
+        const auto token = replay::readTokenFile(target.tokenFile.toStdString());
+        if (!token) {
+            fail(qstr(token.error().message));
+            return;
+        }
+        options.token = token.value();
+    }
     client_ = std::make_shared<replay::AgentClient>(options);
     state_ = State::Connecting;
     emit stateChanged(state_);
@@ -115,6 +120,11 @@ QString AgentSession::statusText() const {
                        .arg(target_.hostPort(), qstr(info_->agent))
                        .arg(info_->worldSize)
                        .arg(agentLayout(*info_));
+    if (info_->relaunched) {
+        text += codeChanged(*info_)
+                    ? tr(" · code CHANGED since capture (%1)").arg(info_->codeChanges.size())
+                    : tr(" · same code as captured");
+    }
     if (busy_) {
         text += tr(" · busy");
     }

@@ -14,6 +14,12 @@ struct AgentModule {
     std::string why; // empty when replayable, else the reason (e.g. "stochastic: ...")
 };
 
+// Which capture a bundle holds, as the agent reports the bundles it serves.
+struct BundleIdentity {
+    std::string captureId; // empty: a bundle captured before capture ids, or an older agent
+    std::string created;   // the manifest's creation time
+};
+
 struct AgentInfo {
     std::string agent; // e.g. "ttrace 0.1.0"
     int protocol = 0;
@@ -30,6 +36,9 @@ struct AgentInfo {
     // between the code it runs and the code the bundle was captured with (empty: the same).
     bool relaunched = false;
     std::vector<std::string> codeChanges;
+    // The captures the agent serves; absent (empty) from agents older than capture ids.
+    BundleIdentity candidateIdentity;
+    BundleIdentity referenceIdentity;
 
     [[nodiscard]] const AgentModule* findModule(const std::string& name) const;
 };

@@ -4,6 +4,8 @@
 // bar, badges in the tree as verdicts arrive, and the conclusion in the headline. The replays
 // run on the LocalizeController's thread; everything here runs on the GUI thread.
 #include "ttrace/diff_result.h"
+#include "ttrace/manifest.h"
+#include "ttrace/replay/agent_info.h"
 #include "ttrace/replay/localize_result.h"
 #include "ttrace/ui/models/agent_target.h"
 
@@ -57,9 +59,16 @@ public:
     // A new pair of bundles is being opened / has been compared.
     void setBundles(const QString& reference, const QString& candidate);
     void setResult(std::shared_ptr<const DiffResult> result);
+    // The shown pair's manifests: the agent must serve these captures (checked by capture id).
+    void setManifests(const Manifest& reference, const Manifest& candidate);
+    [[nodiscard]] const QString& referencePath() const { return reference_; }
+    [[nodiscard]] const QString& candidatePath() const { return candidate_; }
+    // Why `agent` does not serve the bundles shown; empty when it does (or none is shown yet).
+    [[nodiscard]] QString agentMismatch(const replay::AgentInfo& agent) const;
 
-    // Connects (and remembers the target for the open candidate bundle).
-    void connectTo(const AgentTarget& target);
+    // Connects (and, with `remember`, remembers the target for the open candidate bundle: an
+    // agent reached through a tunnel of its own is not worth remembering).
+    void connectTo(const AgentTarget& target, bool remember = true);
     // Opens the connect dialog; returns whether the user accepted.
     bool chooseAgent();
     // Localizes one module (the selected cell's phase when it is this module's) or the walk
@@ -73,6 +82,7 @@ signals:
 
 private:
     void updateActions();
+    void announceAgent();
     // Why the shown result cannot be localized (a refused pair, nothing compared); empty: it can.
     [[nodiscard]] QString refusedBecause() const;
     std::optional<replay::Suspect> suspectFor(const QString& module) const;
@@ -93,6 +103,8 @@ private:
     QString reference_;
     QString candidate_;
     std::shared_ptr<const DiffResult> result_;
+    std::optional<Manifest> shownReference_;
+    std::optional<Manifest> shownCandidate_;
 };
 
 } // namespace ttrace::ui

@@ -9,10 +9,13 @@ struct AgentTarget {
     QString host = QStringLiteral("127.0.0.1");
     int port = 0;
     QString tokenFile;
+    // The token itself, when it came over a channel instead of a file (an agent started over
+    // ssh): kept in memory only, never remembered.
+    QString token;
 
     [[nodiscard]] QString hostPort() const;
     [[nodiscard]] bool isComplete() const {
-        return !host.isEmpty() && port > 0 && !tokenFile.isEmpty();
+        return !host.isEmpty() && port > 0 && (!tokenFile.isEmpty() || !token.isEmpty());
     }
     // "HOST:PORT" or "[V6]:PORT"; false when it is not of that form.
     static bool parseHostPort(const QString& text, AgentTarget& out);
