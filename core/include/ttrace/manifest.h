@@ -44,6 +44,10 @@ struct ModuleInfo {
     // The compiled block this module runs inside (torch.compile): its activations are not
     // captured, only the block's boundary. Empty when not compiled.
     std::string compiledIn;
+    // A pipeline stage container (a module holding a stage's slice of the layers, e.g.
+    // Megatron's `decoder` block): what each stage's copy holds ("pp 0: layers 0-1; ...").
+    // Its activations are not captured. Empty for any other module.
+    std::string stageSlices;
 };
 
 struct RankEntry {

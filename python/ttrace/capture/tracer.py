@@ -56,6 +56,8 @@ from .parallel_detect import resolve_parallel
 from .parallel_info import ParallelInfo
 from .perturbation import Perturbation
 from .phase_times import PhaseTimes
+from .pipeline_handoff import PipelineHandoff
+from .pipeline_stages import stage_containers
 from .precision import precision_of
 from .replay_record import merge_replay_records, rank_replay_record
 from .selection import ModuleSpec, select_modules
@@ -160,7 +162,16 @@ class Tracer:
         )
         # Compiled blocks are captured at their boundary only (`compiled_regions`).
         inside = inside_regions(self.roots)
-        self.hooks.install(self.roots, self.selected, inside)
+        # Pipeline stages: the modules holding a stage's layers are not compared as the
+        # reference's; what stages hand each other is (`pipeline_stages`, `pipeline_handoff`).
+        containers = stage_containers(self.names, self.parallel.pp > 1)
+        for module, holds in containers.items():
+            chunk = self.names.root_of.get(module, 0)
+            self.table.record_container(
+                self.names.name(module), type(module).__name__, chunk, holds
+            )
+        self.hooks.install(self.roots, self.selected, inside, set(containers))
+        self.handoff = PipelineHandoff(self.hooks, self.roots) if self.parallel.pp > 1 else None
         self.opt_hooks = (
             OptimizerHooks(optimizer, self.hooks, self.state, self._after_optimizer_step)
             if optimizer is not None
@@ -394,6 +405,8 @@ class Tracer:
         if self.opt_snapshot is not None:
             self.opt_snapshot.remove()  # before opt_hooks: it wraps their wrapper
         self.hooks.remove()
+        if self.handoff is not None:
+            self.handoff.remove()
         if self.opt_hooks is not None:
             self.opt_hooks.remove()
         error: TracerError | None = None
