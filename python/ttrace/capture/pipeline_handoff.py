@@ -10,9 +10,12 @@ comparison reads the reference's `<L>` `forward_output/0` and `output_grad/0` fo
 buffer, another micro-batch's activation) diverges at its output with a clean input: the
 divergence is introduced at the stage boundary, named.
 
-Read from Megatron-core's own pipeline contract, no annotation: a model chunk with
-`pre_process=False` receives its input through `set_input_tensor` (the schedule calls it
-before each forward); one with `post_process=False` returns the activation the schedule sends.
+Read from the job's own pipeline contract, no annotation:
+- Megatron-core: a model chunk with `pre_process=False` receives its input through
+  `set_input_tensor` (the schedule calls it before each forward); one with
+  `post_process=False` returns the activation the schedule sends;
+- torch.distributed.pipelining: a stage after the first receives its module's first
+  positional input, a stage before the last sends its module's output.
 """
 
 from __future__ import annotations
@@ -39,18 +42,33 @@ def handoff_name(layer: str) -> str:
 class PipelineHandoff:
     """Hooks on the model chunks of one pipeline rank (Megatron-core's convention)."""
 
-    def __init__(self, hooks: ModuleHooks, roots: list[nn.Module]) -> None:
+    def __init__(self, hooks: ModuleHooks, roots: list[nn.Module], stages: list[Any]) -> None:
         self.hooks = hooks
         self.handles: list[Any] = []
         self._restore: list[Callable[[], None]] = []
         self._received: dict[int, torch.Tensor] = {}
+        # Receive buffers are reused from step to step (torch.distributed.pipelining): a
+        # buffer's gradient hook of an earlier micro-batch is removed before the next is set.
+        self._grad_hooks: dict[int, Any] = {}
+        stage_of = {id(s.submod): s for s in stages}
         for chunk, root in enumerate(roots):
             layers = chunk_layers(hooks.names, chunk)
             if layers.first is None:
                 continue
-            if getattr(root, "pre_process", True) is False and hasattr(root, "set_input_tensor"):
+            stage = stage_of.get(id(root))
+            if stage is not None:
+                receives, sends = not stage.is_first, not stage.is_last
+            else:
+                receives = getattr(root, "pre_process", True) is False
+                sends = getattr(root, "post_process", True) is False
+            if receives and stage is None and hasattr(root, "set_input_tensor"):
                 self._receive(chunk, root, layers)
-            if getattr(root, "post_process", True) is False:
+            elif receives and stage is not None:
+                self.handles.append(
+                    root.register_forward_pre_hook(self._first_input(chunk), with_kwargs=True)
+                )
+                self._watch(chunk, root, layers)
+            if sends:
                 self.handles.append(root.register_forward_hook(self._send_hook(chunk, layers)))
 
     def remove(self) -> None:
@@ -73,6 +91,16 @@ class PipelineHandoff:
 
         root.set_input_tensor = set_input_tensor  # type: ignore[method-assign]
         self._restore.append(lambda: root.__dict__.pop("set_input_tensor", None))
+        self._watch(chunk, root, layers)
+
+    def _first_input(self, chunk: int) -> Callable:
+        def hook(module: nn.Module, args: Any, kwargs: Any) -> None:
+            if args and isinstance(args[0], torch.Tensor):
+                self._received[chunk] = args[0]
+
+        return hook
+
+    def _watch(self, chunk: int, root: nn.Module, layers: ChunkLayers) -> None:
         self.handles.append(
             root.register_forward_pre_hook(self._receive_hook(chunk, layers), with_kwargs=True)
         )
@@ -134,10 +162,14 @@ class PipelineHandoff:
             key = hooks._key(mb, name, grad_kind, 0)
 
             def on_grad(grad: torch.Tensor) -> None:
+                self._grad_hooks.pop(id(tensor)).remove()  # once: the buffer may be reused
                 if s.in_step:
                     hooks._guard(
                         key.path,
                         lambda: hooks._emit_grad(key, layer, direction, 0, grad, decided),
                     )
 
-            tensor.register_hook(on_grad)
+            stale = self._grad_hooks.pop(id(tensor), None)
+            if stale is not None:
+                stale.remove()
+            self._grad_hooks[id(tensor)] = tensor.register_hook(on_grad)

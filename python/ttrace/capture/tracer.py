@@ -9,8 +9,9 @@
     tracer.close()   # collective: rank 0 writes manifest.json
 
 `parallel=` may be left out for DDP, FSDP2 and DTensor tensor-parallel models (read from the
-model, see `parallel_detect`); a `DistributedDataParallel` root is traced through the module
-it wraps.
+model, see `parallel_detect`), Megatron-core (its DDP's process groups) and a
+torch.distributed.pipelining `PipelineStage` passed as the model (`pipelining_stage`); a
+`DistributedDataParallel` root is traced through the module it wraps.
 
 Micro-batches are numbered by counting forward calls of each model chunk within the step
 (or set explicitly with `tracer.micro_batch(m)`). Without `step()`, the iteration starts at
@@ -58,6 +59,7 @@ from .perturbation import Perturbation
 from .phase_times import PhaseTimes
 from .pipeline_handoff import PipelineHandoff
 from .pipeline_stages import stage_containers
+from .pipelining_stage import stage_modules, stage_parallel, suspend_shape_inference
 from .precision import precision_of
 from .replay_record import merge_replay_records, rank_replay_record
 from .selection import ModuleSpec, select_modules
@@ -92,7 +94,9 @@ class Tracer:
             raise ValueError(f"on_write_error must be 'raise' or 'warn', got {on_write_error!r}")
         # close()'s wait for the other ranks (close_rendezvous): never longer than this.
         self.collective_timeout_s = collective_timeout(collective_timeout_s)
-        wrapped = list(model) if isinstance(model, Sequence) else [model]
+        given = list(model) if isinstance(model, Sequence) else [model]
+        # A torch.distributed.pipelining stage: its module is traced, its layout read.
+        wrapped, self.stages = stage_modules(given)
         self.roots = [unwrap(m) for m in wrapped]
         check_roots(self.roots)  # a model compiled as a whole: refused before any file
         self.optimizer = optimizer
@@ -107,6 +111,8 @@ class Tracer:
         self.world_size = (
             world_size if world_size is not None else (dist.get_world_size() if distributed else 1)
         )
+        if parallel is None:
+            parallel = stage_parallel(self.stages, self.world_size)
         self.parallel, self.grad_convention = resolve_parallel(
             parallel, wrapped, self.rank, self.world_size
         )
@@ -171,7 +177,10 @@ class Tracer:
                 self.names.name(module), type(module).__name__, chunk, holds
             )
         self.hooks.install(self.roots, self.selected, inside, set(containers))
-        self.handoff = PipelineHandoff(self.hooks, self.roots) if self.parallel.pp > 1 else None
+        self.handoff = (
+            PipelineHandoff(self.hooks, self.roots, self.stages) if self.parallel.pp > 1 else None
+        )
+        self._resume_inference = suspend_shape_inference(self.stages, self.state)
         self.opt_hooks = (
             OptimizerHooks(optimizer, self.hooks, self.state, self._after_optimizer_step)
             if optimizer is not None
@@ -407,6 +416,7 @@ class Tracer:
         self.hooks.remove()
         if self.handoff is not None:
             self.handoff.remove()
+        self._resume_inference()
         if self.opt_hooks is not None:
             self.opt_hooks.remove()
         error: TracerError | None = None
