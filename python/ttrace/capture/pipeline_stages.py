@@ -84,21 +84,23 @@ def stage_containers(names: ModuleNames, pipelined: bool) -> dict[nn.Module, str
     rank: every module other than a root that holds layers and is not inside one."""
     if not pipelined:
         return {}
-    by_name = {name: module for module, name in names.names.items()}
-    layer_names = [n for n in by_name if layer_number(n) is not None]
+    # (chunk, ancestor name) -> the layer numbers below it; names inside a layer
+    held: dict[tuple[int, str], list[int]] = {}
+    inside: set[str] = set()
+    for module, name in names.names.items():
+        found = layer_number(name)
+        if found is None:
+            continue
+        chunk = names.root_of.get(module, 0)
+        parts = name.split(".")
+        for end in range(1, len(parts)):
+            held.setdefault((chunk, ".".join(parts[:end])), []).append(found[1])
+        inside.add(f"{name}.")
     out: dict[nn.Module, str] = {}
     for module, name in names.names.items():
-        if names.is_root(module) or layer_number(name) is not None:
+        numbers = held.get((names.root_of.get(module, 0), name))
+        if not numbers or names.is_root(module) or layer_number(name) is not None:
             continue
-        inside_layer = any(name.startswith(f"{layer}.") for layer in layer_names)
-        chunk = names.root_of.get(module)
-        held = [
-            found[1]
-            for m, n in names.names.items()
-            if names.root_of.get(m) == chunk
-            and (found := layer_number(n)) is not None
-            and n.startswith(f"{name}.")
-        ]
-        if held and not inside_layer:
-            out[module] = describe(held)
+        if not any(name.startswith(prefix) for prefix in inside):
+            out[module] = describe(numbers)
     return out
