@@ -32,6 +32,7 @@ CONFIGS = {
     "pp2": Config(2, ("--pp", "2")),
     "pp2_separate_p2p": Config(2, ("--pp", "2", "--no-batch-p2p")),
     "pp2_tp2": Config(4, ("--pp", "2", "--tp", "2")),
+    "pp2_tp2_separate_p2p": Config(4, ("--pp", "2", "--tp", "2", "--no-batch-p2p")),
     "pp2_vpp2": Config(2, ("--pp", "2", "--vpp", "2")),
 }
 # bug -> (layout, the module the divergence is introduced in, the phase it starts in)
