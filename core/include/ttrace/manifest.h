@@ -44,10 +44,6 @@ struct ModuleInfo {
     // The compiled block this module runs inside (torch.compile): its activations are not
     // captured, only the block's boundary. Empty when not compiled.
     std::string compiledIn;
-    // A pipeline stage container (a module holding a stage's slice of the layers, e.g.
-    // Megatron's `decoder` block): what each stage's copy holds ("pp 0: layers 0-1; ...").
-    // Its activations are not captured. Empty for any other module.
-    std::string stageSlices;
 };
 
 struct RankEntry {
@@ -69,6 +65,10 @@ struct Manifest {
     std::string precision;
     std::string model;
     std::vector<ModuleInfo> modules; // execution order
+    // Pipeline stage containers (modules holding one stage's slice of the layers, e.g.
+    // Megatron's `decoder` block), by name: what each stage's copy holds ("pp 0: layers 0-1;
+    // pp 1: layers 2-3"). Their activations are not captured.
+    std::map<std::string, std::string> stageSlices;
     std::vector<std::int64_t> iterations;
     int microBatches = 1;
     std::vector<RankEntry> ranks;

@@ -264,10 +264,8 @@ ComparedReference referenceForComparison(const Bundle& reference, const Bundle& 
     if (leftOut.stageContainers > 0) {
         // Each stage's copy holds other layers than the reference's module: never replicas.
         std::string held;
-        for (const auto& m : candidate.manifest().modules) {
-            if (!m.stageSlices.empty()) {
-                held += (held.empty() ? "" : "; ") + m.name + " (" + m.stageSlices + ")";
-            }
+        for (const auto& [name, slices] : candidate.manifest().stageSlices) {
+            held += (held.empty() ? "" : "; ") + name + " (" + slices + ")";
         }
         out.notes.push_back(makeWarning(
             "pipeline-stage-containers", candidate.dir().string(),

@@ -76,8 +76,7 @@ bool compiledAway(const Manifest& candidate, const std::string& module) {
 
 // The candidate holds this module once per pipeline stage, each copy another slice.
 bool stageContainer(const Manifest& candidate, const std::string& module) {
-    const auto* info = candidate.findModule(module);
-    return info && !info->stageSlices.empty();
+    return candidate.stageSlices.contains(module);
 }
 
 Unmatched unmatchedRecomputes(const Bundle& reference, const Bundle& candidate) {
@@ -130,7 +129,7 @@ Manifest withRecomputeModules(const Manifest& manifest, const Manifest& candidat
         const auto* base = manifest.findModule(mappedModule(name));
         out.modules.push_back({name, next++, base ? base->depth : 0,
                                base ? base->type : std::string(),
-                               base ? base->compiledIn : std::string(), std::string()});
+                               base ? base->compiledIn : std::string()});
     }
     return out;
 }
@@ -156,7 +155,7 @@ Manifest withHandoffModules(const Manifest& manifest, const std::set<std::string
                 depth = it->name == layer ? it->depth : depth;
             }
         }
-        modules.insert(at, ModuleInfo{name, 0, depth, "PipelineHandoff", {}, {}});
+        modules.insert(at, ModuleInfo{name, 0, depth, "PipelineHandoff", {}});
     }
     for (std::size_t i = 0; i < modules.size(); ++i) {
         modules[i].order = static_cast<int>(i);
