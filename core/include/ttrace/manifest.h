@@ -65,6 +65,10 @@ struct Manifest {
     std::string precision;
     std::string model;
     std::vector<ModuleInfo> modules; // execution order
+    // Pipeline stage containers (modules holding one stage's slice of the layers, e.g.
+    // Megatron's `decoder` block), by name: what each stage's copy holds ("pp 0: layers 0-1;
+    // pp 1: layers 2-3"). Their activations are not captured.
+    std::map<std::string, std::string> stageSlices;
     std::vector<std::int64_t> iterations;
     int microBatches = 1;
     std::vector<RankEntry> ranks;

@@ -258,8 +258,22 @@ DiffResult finishDiff(const Bundle& reference, const Bundle& candidate, const Di
 
 ComparedReference referenceForComparison(const Bundle& reference, const Bundle& candidate) {
     ComparedReference out;
-    std::size_t leftOutCompiled = 0;
-    out.view = referenceView(reference, candidate, &leftOutCompiled);
+    LeftOut leftOut;
+    out.view = referenceView(reference, candidate, &leftOut);
+    const auto leftOutCompiled = leftOut.compiled;
+    if (leftOut.stageContainers > 0) {
+        // Each stage's copy holds other layers than the reference's module: never replicas.
+        std::string held;
+        for (const auto& [name, slices] : candidate.manifest().stageSlices) {
+            held += (held.empty() ? "" : "; ") + name + " (" + slices + ")";
+        }
+        out.notes.push_back(makeWarning(
+            "pipeline-stage-containers", candidate.dir().string(),
+            "the candidate is pipelined: modules holding one stage's slice of the layers are "
+            "compared by the layers they hold, not as a whole: left out " +
+                std::to_string(leftOut.stageContainers) +
+                " activation tensors of the reference's " + held));
+    }
     if (leftOutCompiled > 0) {
         // The report says how the two were compared: the reference ran these modules eagerly.
         out.notes.push_back(makeWarning(

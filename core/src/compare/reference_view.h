@@ -17,9 +17,22 @@
 namespace ttrace {
 
 inline constexpr std::string_view kRecomputeSuffix = "@recompute";
+inline constexpr std::string_view kHandoffSuffix = "@handoff";
 
 // `<module>` of `<module>@recompute`; empty for any other name.
 std::string recomputedModule(std::string_view module);
+
+// `<layer>` of `<layer>@handoff` (format version 2, additive): the activation pipeline stage
+// k's last layer hands to stage k + 1, as sent (`forward_input`) and as received
+// (`forward_output`), with its gradients (`input_grad` as the sender's backward got it,
+// `output_grad` as the receiver computed it). Empty for any other name.
+std::string handedOffModule(std::string_view module);
+
+// What the comparison left out of the reference, for the report's notes.
+struct LeftOut {
+    std::size_t compiled = 0;        // activations of modules the candidate compiled away
+    std::size_t stageContainers = 0; // activations of pipeline stage containers
+};
 
 // The reference as the comparison sees it: `reference` itself (null returned) when both sides
 // recompute the same modules; otherwise a view of it whose index maps each candidate
@@ -29,8 +42,14 @@ std::string recomputedModule(std::string_view module);
 //
 // Modules the candidate runs inside a compiled block (`compiled_in` in its manifest) have no
 // activations there: the reference's activations of such modules that the candidate lacks
-// are left out too, and counted in `leftOutCompiled`.
+// are left out too, and counted in `leftOut->compiled`. The same for pipeline stage
+// containers (`stage_slices`): each stage's copy holds other layers than the reference's
+// module, so their activations are not compared (`leftOut->stageContainers`).
+//
+// A candidate's hand-off records `<L>@handoff` are compared with the reference's `<L>`: its
+// forward input and output with `<L>`'s `forward_output`, its gradients with `<L>`'s
+// `output_grad` (same index), so a hand-off that changes the value is introduced there.
 std::shared_ptr<const Bundle> referenceView(const Bundle& reference, const Bundle& candidate,
-                                            std::size_t* leftOutCompiled = nullptr);
+                                            LeftOut* leftOut = nullptr);
 
 } // namespace ttrace

@@ -177,6 +177,9 @@ void readModules(const json& root, const std::string& where, Manifest& m, Diagno
         mi.depth = fr.optional<int>("depth", 0);
         mi.type = fr.optional<std::string>("type", "");
         mi.compiledIn = fr.optional<std::string>("compiled_in", "");
+        if (auto held = fr.optional<std::string>("stage_slices", ""); !held.empty()) {
+            m.stageSlices[mi.name] = std::move(held);
+        }
         m.modules.push_back(std::move(mi));
         ++order;
     }

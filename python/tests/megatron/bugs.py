@@ -18,6 +18,12 @@ Mixture-of-experts bugs (`--moe`), in Megatron-core's own router, dispatcher and
   un-permutes its combined tokens with two entries of its permutation mapping swapped;
 - `expert_grad_not_reduced` (a DDP bug, `inject_ddp`): the expert-parallel gradient buckets
   are scaled but never all-reduced over expert data parallelism.
+Pipeline bugs, in Megatron-core's pipeline code:
+- `stale_activation`: the stage after the first consumes a stale activation: each forward
+  receive after the first of a step hands over the previous micro-batch's activation (the
+  receive buffer is filled from the last one, as a missing wait or a reused buffer would);
+- `loss_not_averaged`: the last stage does not divide micro-batch 1's loss by the number of
+  micro-batches (`forward_step_calc_loss`), so its gradients are that many times too large.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from typing import Any
 
 import torch
 
+from megatron.core.pipeline_parallel import p2p_communication, schedules
 from megatron.core.tensor_parallel import layers
 
 BUGS = {
@@ -42,6 +49,7 @@ MOE_BUGS = {
 }
 DDP_BUGS = ("expert_grad_not_reduced",)
 BUGGY_RANK = 1
+PIPELINE_BUGS = ("stale_activation", "loss_not_averaged")
 SCALE = 1.0 + 1e-3
 REDUCERS = (
     "reduce_from_tensor_model_parallel_region",
@@ -135,18 +143,57 @@ def inject_ddp(name: str, ddp: Any) -> None:
         group.start_grad_sync = start
 
 
-def inject(name: str, model: torch.nn.Module) -> None:
+def _stale_activation() -> None:
+    original = p2p_communication.P2PCommunicator._communicate
+    last: list[torch.Tensor] = []
+
+    def communicate(self: Any, **kwargs: Any) -> Any:
+        prev, nxt, reqs = original(self, **kwargs)
+        if prev is not None and reqs is None:
+            if last and last[0].shape == prev.shape:
+                fresh = prev.detach().clone()
+                with torch.no_grad():
+                    prev.copy_(last[0])
+                last[0] = fresh
+            else:
+                last[:] = [prev.detach().clone()]
+        return prev, nxt, reqs
+
+    p2p_communication.P2PCommunicator._communicate = communicate
+
+
+def _loss_not_averaged() -> None:
+    original = schedules.forward_step_calc_loss
+    calls = [0]
+
+    def calc_loss(*args: Any, **kwargs: Any) -> Any:
+        calls[0] += 1
+        if calls[0] % 2 == 0:  # micro-batch 1 of 2: divided by 1, not by 2
+            args = (*args[:6], 1, *args[7:])
+        return original(*args, **kwargs)
+
+    schedules.forward_step_calc_loss = calc_loss
+
+
+def inject(name: str, chunks: list[torch.nn.Module]) -> None:
     if name == "none" or name in DDP_BUGS:
         return
     if name in MOE_BUGS:
         if torch.distributed.get_rank() == BUGGY_RANK:
-            module = model.get_submodule(MOE_BUGS[name])
+            module = chunks[0].get_submodule(MOE_BUGS[name])
             _router_no_renorm(module) if name == "router_no_renorm" else _unpermute_mismatch(module)
         return
+    if name == "stale_activation":
+        return _stale_activation()
+    if name == "loss_not_averaged":
+        return _loss_not_averaged()
     if name not in BUGS:
-        known = [*BUGS, *MOE_BUGS, *DDP_BUGS]
+        known = [*BUGS, *MOE_BUGS, *DDP_BUGS, *PIPELINE_BUGS]
         raise ValueError(f"unknown bug {name!r}; known: {', '.join(known)}")
-    module = model.get_submodule(BUGS[name])
+    holders = [c for c in chunks if BUGS[name] in dict(c.named_modules())]
+    if not holders:
+        return  # another pipeline stage holds the module
+    module = holders[0].get_submodule(BUGS[name])
     wrong = _wrong(name, module)
     original = type(module).forward
 
@@ -155,3 +202,8 @@ def inject(name: str, model: torch.nn.Module) -> None:
             return original(self, *args, **kwargs)
 
     module.forward = types.MethodType(forward, module)
+
+
+def loss_of(output: torch.Tensor) -> torch.Tensor:
+    """The micro-batch's loss from the model's per-token losses."""
+    return output.float().mean()

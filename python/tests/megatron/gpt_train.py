@@ -4,8 +4,11 @@ no-pipelining schedule with `finalize_model_grads`. One process is the reference
 torchrun with `--tp` (data parallelism over the remaining ranks), the candidate. The ttrace
 lines end in `# ttrace`.
 
-`--bug NAME` (candidates only) monkeypatches a Megatron-core reduction inside one module (see
-`bugs.py`).
+`--pp N` pipelines the layers over N stages with Megatron's 1F1B schedule (`--vpp V`: V
+interleaved model chunks per stage; `--no-batch-p2p`: separate sends and receives instead of
+one batched exchange); `--layers` sets the depth (the reference must use the same).
+
+`--bug NAME` (candidates only) injects a bug into Megatron-core's code path (see `bugs.py`).
 """
 
 from __future__ import annotations
@@ -33,9 +36,9 @@ from megatron.core.optimizer import OptimizerConfig, get_megatron_optimizer  # n
 from megatron.core.pipeline_parallel import get_forward_backward_func  # noqa: E402
 from megatron.core.transformer import TransformerConfig  # noqa: E402
 
-from .bugs import inject, inject_ddp  # noqa: E402
+from .bugs import inject, inject_ddp, loss_of  # noqa: E402
 
-VOCAB, HIDDEN, HEADS, LAYERS, SEQ, BATCH, MICRO_BATCHES, STEPS = 128, 32, 4, 2, 16, 4, 2, 2
+VOCAB, HIDDEN, HEADS, SEQ, BATCH, MICRO_BATCHES, STEPS = 128, 32, 4, 16, 4, 2, 2
 EXPERTS, TOPK = 4, 2
 
 
@@ -50,6 +53,11 @@ def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", required=True)
     parser.add_argument("--tp", type=int, default=1)
+    parser.add_argument("--pp", type=int, default=1)
+    parser.add_argument("--vpp", type=int, default=None, help="model chunks per stage")
+    parser.add_argument("--no-batch-p2p", action="store_true")
+    parser.add_argument("--layers", type=int, default=2)
+    parser.add_argument("--micro-batches", type=int, default=MICRO_BATCHES)
     parser.add_argument("--sp", action="store_true", help="sequence parallelism")
     parser.add_argument("--dist-optimizer", action="store_true")
     parser.add_argument("--bf16", action="store_true")
@@ -73,6 +81,8 @@ def init(args: argparse.Namespace) -> int:
         tensor_model_parallel_size=args.tp,
         expert_model_parallel_size=args.ep,
         expert_tensor_parallel_size=args.etp,
+        pipeline_model_parallel_size=args.pp,
+        virtual_pipeline_model_parallel_size=args.vpp,
     )
     return world
 
@@ -117,10 +127,16 @@ def moe_options(args: argparse.Namespace) -> dict:
     }
 
 
-def build(args: argparse.Namespace) -> tuple[TransformerConfig, GPTModel]:
+def build(args: argparse.Namespace) -> tuple[TransformerConfig, list[GPTModel]]:
+    """This rank's model chunks (one without interleaving), each knowing whether it holds
+    the embedding (`pre_process`) and the head (`post_process`)."""
     dtype = torch.bfloat16 if args.bf16 else torch.float32
     config = TransformerConfig(
-        num_layers=LAYERS,
+        num_layers=args.layers,
+        pipeline_model_parallel_size=args.pp,
+        virtual_pipeline_model_parallel_size=args.vpp,
+        batch_p2p_comm=not args.no_batch_p2p,
+        batch_p2p_sync=False,  # a CUDA synchronize; gloo on CPU needs none
         hidden_size=HIDDEN,
         num_attention_heads=HEADS,
         tensor_model_parallel_size=args.tp,
@@ -134,18 +150,28 @@ def build(args: argparse.Namespace) -> tuple[TransformerConfig, GPTModel]:
         finalize_model_grads_func=finalize_model_grads,
         **moe_options(args),
     )
-    model = GPTModel(
-        config,
-        get_gpt_layer_local_spec(num_experts=EXPERTS if args.moe else None),
-        vocab_size=VOCAB,
-        max_sequence_length=SEQ,
-        position_embedding_type="learned_absolute",
-    )
-    return config, model.to(dtype)
+    chunks = []
+    for vp in range(args.vpp or 1):
+        stage = vp if args.vpp else None
+        chunk = GPTModel(
+            config,
+            get_gpt_layer_local_spec(num_experts=EXPERTS if args.moe else None),
+            vocab_size=VOCAB,
+            max_sequence_length=SEQ,
+            position_embedding_type="learned_absolute",
+            pre_process=parallel_state.is_pipeline_first_stage(False, stage),
+            post_process=parallel_state.is_pipeline_last_stage(False, stage),
+            vp_stage=stage,
+        )
+        chunks.append(chunk.to(dtype))
+    return config, chunks
 
 
 def print_loss(step: int, stats: list[dict]) -> None:
-    """The global batch's mean loss (each data-parallel rank's mean, averaged), on rank 0."""
+    """The global batch's mean loss (each data-parallel rank's mean, averaged), on rank 0.
+    Only the last pipeline stage computes losses; the others have no statistics."""
+    if not stats:
+        return
     loss = torch.stack([s["lm loss"] for s in stats]).mean()
     group = parallel_state.get_data_parallel_group()
     dist.all_reduce(loss, group=group)
@@ -158,16 +184,20 @@ def main() -> None:
     args = parse_args()
     set_batch(args.moe)
     world = init(args)
-    config, model = build(args)
+    config, chunks = build(args)
     if world > 1:
-        inject(args.bug, model)
-    ttc.seeded_init(model, seed=0)  # ttrace
+        inject(args.bug, chunks)
+    ttc.seeded_init(chunks, seed=0)  # ttrace
     ddp_config = DistributedDataParallelConfig(
         grad_reduce_in_fp32=True, use_distributed_optimizer=args.dist_optimizer
     )
-    ddp = DistributedDataParallel(config, ddp_config, model)
+    ddp = [
+        DistributedDataParallel(config, ddp_config, chunk, disable_bucketing=vp > 0)
+        for vp, chunk in enumerate(chunks)
+    ]
     if world > 1:
-        inject_ddp(args.bug, ddp)
+        for chunk in ddp:
+            inject_ddp(args.bug, chunk)
     optimizer = get_megatron_optimizer(
         OptimizerConfig(
             optimizer="adam",
@@ -177,7 +207,7 @@ def main() -> None:
             use_distributed_optimizer=args.dist_optimizer,
             clip_grad=1.0,
         ),
-        [ddp],
+        ddp,
     )
     role = "reference" if world == 1 else "candidate"  # ttrace
     variants = 2 * (world == 1)  # ttrace
@@ -187,6 +217,8 @@ def main() -> None:
 
     def forward_step(data_iterator, model):  # Megatron's forward_step_func convention
         batch = next(data_iterator)
+        # Stages after the first take their input from the previous stage (the schedule sets
+        # it); the token ids are then unused.
         padding = batch["padding"] if moe else None
         losses = model(
             batch["ids"],
@@ -197,19 +229,23 @@ def main() -> None:
         )
 
         def loss_func(output: torch.Tensor) -> tuple[torch.Tensor, dict]:
-            loss = output.float().mean()
+            loss = loss_of(output)
             return loss, {"lm loss": loss.detach()}
 
         return losses, loss_func
 
     def train_step(step: int) -> None:
-        ddp.zero_grad_buffer()
+        for chunk in ddp:
+            chunk.zero_grad_buffer()
         optimizer.zero_grad()
+        batches = [micro_batch(step, m) for m in range(args.micro_batches)]
         stats = forward_backward(
             forward_step_func=forward_step,
-            data_iterator=iter([micro_batch(step, m) for m in range(MICRO_BATCHES)]),
-            model=[ddp],
-            num_microbatches=MICRO_BATCHES,
+            # Every chunk reads the same micro-batches (the schedule calls each chunk once
+            # per micro-batch).
+            data_iterator=[iter(batches) for _ in ddp] if len(ddp) > 1 else iter(batches),
+            model=ddp,
+            num_microbatches=args.micro_batches,
             seq_length=SEQ,
             micro_batch_size=BATCH // parallel_state.get_data_parallel_world_size(),
             forward_only=False,

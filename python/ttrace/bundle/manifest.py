@@ -121,6 +121,8 @@ class Manifest:
                     "type": str(m["type"]),
                     # optional: the compiled block the module runs inside
                     **({"compiled_in": str(m["compiled_in"])} if m.get("compiled_in") else {}),
+                    # optional: what each pipeline stage's copy of a stage container holds
+                    **({"stage_slices": str(m["stage_slices"])} if m.get("stage_slices") else {}),
                 }
                 for m in sorted(self.modules, key=lambda m: int(m["order"]))
             ],

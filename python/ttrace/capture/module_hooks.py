@@ -172,9 +172,11 @@ class ModuleHooks:
         roots: list[nn.Module],
         selected: list[nn.Module],
         inside: set[nn.Module] | None = None,
+        containers: set[nn.Module] | None = None,
     ) -> None:
         """Hooks on `selected` modules; those `inside` a compiled region get none (their
-        parameters are still captured)."""
+        parameters are still captured), nor do pipeline stage `containers`
+        (`pipeline_stages`): their activations are not the reference module's."""
         calls = self.inference.calls
         inside = inside or set()
         # A compiled region lists the selected modules inside it in the manifest (their
@@ -194,7 +196,7 @@ class ModuleHooks:
                     module, lambda m, a, k: calls.enter(m), lambda m, a, o: calls.exit(m)
                 )
         for module in selected:
-            if module not in inside:
+            if module not in inside and module not in (containers or ()):
                 self.handles += hook_module(module, self._pre, self._post)
             for pname, p in module.named_parameters(recurse=False):
                 if p in self.owner:

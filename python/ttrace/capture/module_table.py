@@ -24,6 +24,12 @@ class ModuleTable:
     _seen: set[str] = field(default_factory=set)
     # module -> the compiled block it runs inside (captured at the block's boundary only)
     compiled_in: dict[str, str] = field(default_factory=dict)
+    # stage container (`pipeline_stages`) -> what it holds, per model chunk on this rank
+    holds: dict[str, dict[int, str]] = field(default_factory=dict)
+
+    def record_container(self, name: str, type_name: str, chunk: int, holds: str) -> None:
+        self.record(name, type_name, chunk)
+        self.holds.setdefault(name, {})[chunk] = holds
 
     def record(self, name: str, type_name: str, chunk: int, compiled_in: str = "") -> None:
         if name not in self._seen:
@@ -32,13 +38,19 @@ class ModuleTable:
             if compiled_in:
                 self.compiled_in[name] = compiled_in
 
-    def export(self, pp_rank: int, pp: int) -> list[tuple[int, int, str, str, str]]:
-        """Picklable rows (stage position, local order, name, type, compiled block) for
-        gathering."""
+    def export(self, pp_rank: int, pp: int) -> list[tuple[int, int, str, str, str, str]]:
+        """Picklable rows (stage position, local order, name, type, compiled block, what a
+        stage container holds here) for gathering."""
         return [
-            (c * pp + pp_rank, i, n, t, self.compiled_in.get(n, ""))
+            (c * pp + pp_rank, i, n, t, self.compiled_in.get(n, ""), self._slices(n, pp_rank))
             for i, (n, t, c) in enumerate(self.entries)
         ]
+
+    def _slices(self, name: str, pp_rank: int) -> str:
+        chunks = self.holds.get(name, {})
+        if len(chunks) == 1 and 0 in chunks:
+            return f"pp {pp_rank}: {chunks[0]}"
+        return "; ".join(f"pp {pp_rank} chunk {c}: {h}" for c, h in sorted(chunks.items()))
 
 
 def layer_of(name: str) -> int | None:
@@ -49,13 +61,17 @@ def layer_of(name: str) -> int | None:
 def merge_tables(rows_per_rank: list[list[tuple]]) -> list[dict[str, Any]]:
     best: dict[str, tuple[int, int, str]] = {}
     compiled: dict[str, str] = {}
+    slices: dict[str, set[str]] = {}
     for rows in rows_per_rank:
-        for stage, order, name, type_name, *block in rows:
+        for stage, order, name, type_name, *extra in rows:
             key = (stage, order)
             if name not in best or key < best[name][:2]:
                 best[name] = (stage, order, type_name)
-            if block and block[0]:
-                compiled[name] = block[0]
+            if extra and extra[0]:
+                compiled[name] = extra[0]
+            if len(extra) > 1 and extra[1]:
+                # Data- and tensor-parallel copies of a stage hold the same slice.
+                slices.setdefault(name, set()).update(extra[1].split("; "))
     ordered = sorted(best.items(), key=lambda kv: kv[1][:2])
     layers = [layer_of(n) for n, _ in ordered]
     known = [x for x in layers if x is not None]
@@ -71,5 +87,7 @@ def merge_tables(rows_per_rank: list[list[tuple]]) -> list[dict[str, Any]]:
         entry: dict[str, Any] = {"name": name, "order": order, "depth": depth, "type": type_name}
         if name in compiled:
             entry["compiled_in"] = compiled[name]
+        if name in slices:
+            entry["stage_slices"] = "; ".join(sorted(slices[name]))
         out.append(entry)
     return out

@@ -9,8 +9,9 @@
     tracer.close()   # collective: rank 0 writes manifest.json
 
 `parallel=` may be left out for DDP, FSDP2 and DTensor tensor-parallel models (read from the
-model, see `parallel_detect`); a `DistributedDataParallel` root is traced through the module
-it wraps.
+model, see `parallel_detect`), Megatron-core (its DDP's process groups) and a
+torch.distributed.pipelining `PipelineStage` passed as the model (`pipelining_stage`); a
+`DistributedDataParallel` root is traced through the module it wraps.
 
 Micro-batches are numbered by counting forward calls of each model chunk within the step
 (or set explicitly with `tracer.micro_batch(m)`). Without `step()`, the iteration starts at
@@ -56,6 +57,9 @@ from .parallel_detect import resolve_parallel
 from .parallel_info import ParallelInfo
 from .perturbation import Perturbation
 from .phase_times import PhaseTimes
+from .pipeline_handoff import PipelineHandoff
+from .pipeline_stages import stage_containers
+from .pipelining_stage import stage_modules, stage_parallel, suspend_shape_inference
 from .precision import precision_of
 from .replay_record import merge_replay_records, rank_replay_record
 from .selection import ModuleSpec, select_modules
@@ -92,7 +96,9 @@ class Tracer:
             raise ValueError(f"on_write_error must be 'raise' or 'warn', got {on_write_error!r}")
         # close()'s wait for the other ranks (close_rendezvous): never longer than this.
         self.collective_timeout_s = collective_timeout(collective_timeout_s)
-        wrapped = list(model) if isinstance(model, Sequence) else [model]
+        given = list(model) if isinstance(model, Sequence) else [model]
+        # A torch.distributed.pipelining stage: its module is traced, its layout read.
+        wrapped, self.stages = stage_modules(given)
         self.roots = [unwrap(m) for m in wrapped]
         check_roots(self.roots)  # a model compiled as a whole: refused before any file
         self.optimizer = optimizer
@@ -111,6 +117,8 @@ class Tracer:
         self.world_size = (
             world_size if world_size is not None else (dist.get_world_size() if distributed else 1)
         )
+        if parallel is None:
+            parallel = stage_parallel(self.stages, self.world_size)
         self.parallel, self.grad_convention = resolve_parallel(
             parallel, wrapped, self.rank, self.world_size
         )
@@ -169,7 +177,19 @@ class Tracer:
         )
         # Compiled blocks are captured at their boundary only (`compiled_regions`).
         inside = inside_regions(self.roots)
-        self.hooks.install(self.roots, self.selected, inside)
+        # Pipeline stages: the modules holding a stage's layers are not compared as the
+        # reference's; what stages hand each other is (`pipeline_stages`, `pipeline_handoff`).
+        containers = stage_containers(self.names, self.parallel.pp > 1)
+        for module, holds in containers.items():
+            chunk = self.names.root_of.get(module, 0)
+            self.table.record_container(
+                self.names.name(module), type(module).__name__, chunk, holds
+            )
+        self.hooks.install(self.roots, self.selected, inside, set(containers))
+        self.handoff = (
+            PipelineHandoff(self.hooks, self.roots, self.stages) if self.parallel.pp > 1 else None
+        )
+        self._resume_inference = suspend_shape_inference(self.stages, self.state)
         # Mixture-of-experts layers: which reference token each dispatched row is.
         self.routing = TokenRouting(self.names, self.inference, self.state)
         self.routing.install()
@@ -421,6 +441,9 @@ class Tracer:
             self.opt_snapshot.remove()  # before opt_hooks: it wraps their wrapper
         self.hooks.remove()
         self.routing.remove()
+        if self.handoff is not None:
+            self.handoff.remove()
+        self._resume_inference()
         if self.opt_hooks is not None:
             self.opt_hooks.remove()
         error: TracerError | None = None
