@@ -6,6 +6,14 @@ lines end in `# ttrace`.
 
 `--bug NAME` (candidates only) monkeypatches a Megatron-core reduction inside one module (see
 `bugs.py`).
+
+Model options for the newer releases (`model_options.py`):
+`--softmax learnable` gives every attention a learnable per-head softmax offset (an attention
+sink), `--mark-softmax-offset` marks it tensor-parallel as its heads are (the upstream fix;
+without it, the release as shipped); `--mtp N` adds N multi-token-prediction layers;
+`--per-token-loss` normalizes the loss by the global token count (Megatron's
+`calculate_per_token_loss`); `--padding` masks a different number of trailing tokens of every
+row, so that data-parallel ranks hold different token counts.
 """
 
 from __future__ import annotations
@@ -16,7 +24,7 @@ import os
 import torch
 import torch.distributed as dist
 
-from . import cpu_stubs
+from . import cpu_stubs, model_options
 
 cpu_stubs.install()
 
@@ -46,6 +54,12 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--dist-optimizer", action="store_true")
     parser.add_argument("--bf16", action="store_true")
     parser.add_argument("--bug", default="none")
+    parser.add_argument("--softmax", default="vanilla", choices=("vanilla", "learnable"))
+    parser.add_argument("--mark-softmax-offset", action="store_true")
+    parser.add_argument("--mtp", type=int, default=0)
+    parser.add_argument("--per-token-loss", action="store_true")
+    parser.add_argument("--padding", action="store_true")
+    parser.add_argument("--clip-grad", type=float, default=1.0)
     return parser.parse_args()
 
 
@@ -61,8 +75,9 @@ def init(tp: int) -> int:
     return world
 
 
-def micro_batch(step: int, mb: int) -> dict[str, torch.Tensor]:
-    """This data-parallel rank's rows of global micro-batch `mb` of `step`."""
+def micro_batch(step: int, mb: int, padding: bool) -> dict[str, torch.Tensor]:
+    """This data-parallel rank's rows of global micro-batch `mb` of `step`; with `padding`,
+    row r keeps its first SEQ - 3 r tokens in the loss."""
     g = torch.Generator().manual_seed(1000 * step + mb)
     ids = torch.randint(0, VOCAB, (BATCH, SEQ + 1), generator=g)
     dp, rank = (
@@ -72,7 +87,15 @@ def micro_batch(step: int, mb: int) -> dict[str, torch.Tensor]:
     rows = ids[rank * BATCH // dp : (rank + 1) * BATCH // dp]
     mask = torch.triu(torch.ones(SEQ, SEQ, dtype=torch.bool), diagonal=1)[None, None]
     positions = torch.arange(SEQ).expand(rows.shape[0], SEQ)
-    return {"ids": rows[:, :-1], "labels": rows[:, 1:], "mask": mask, "positions": positions}
+    valid = SEQ - 3 * torch.arange(BATCH)[rank * BATCH // dp : (rank + 1) * BATCH // dp] * padding
+    loss_mask = (torch.arange(SEQ)[None, :] < valid[:, None]).float()
+    return {
+        "ids": rows[:, :-1],
+        "labels": rows[:, 1:],
+        "mask": mask,
+        "positions": positions,
+        "loss_mask": loss_mask,
+    }
 
 
 def build(args: argparse.Namespace) -> tuple[TransformerConfig, GPTModel]:
@@ -90,15 +113,49 @@ def build(args: argparse.Namespace) -> tuple[TransformerConfig, GPTModel]:
         params_dtype=dtype,
         pipeline_dtype=dtype,
         finalize_model_grads_func=finalize_model_grads,
+        calculate_per_token_loss=args.per_token_loss,
+        **model_options.config_fields(args.softmax, args.mtp),
     )
+    layer_spec = get_gpt_layer_local_spec()
     model = GPTModel(
         config,
-        get_gpt_layer_local_spec(),
+        layer_spec,
         vocab_size=VOCAB,
         max_sequence_length=SEQ,
         position_embedding_type="learned_absolute",
+        **model_options.mtp_spec(config, layer_spec),
     )
+    if args.mark_softmax_offset:
+        model_options.mark_softmax_offset_tensor_parallel(model)
     return config, model.to(dtype)
+
+
+def forward_step_func(per_token_loss: bool):
+    """Megatron's `forward_step_func` convention; the loss is the masked mean over the rank's
+    tokens, or (per-token loss) the masked sum and its token count."""
+
+    def forward_step(data_iterator, model):
+        batch = next(data_iterator)
+        losses = model(
+            batch["ids"],
+            batch["positions"],
+            batch["mask"],
+            labels=batch["labels"],
+            loss_mask=batch["loss_mask"],
+        )
+        mask = batch["loss_mask"]
+
+        def loss_func(output: torch.Tensor) -> tuple:
+            total = (output.float() * mask).sum()
+            tokens = mask.sum().to(torch.int)
+            if per_token_loss:
+                return total, tokens, {"lm loss": total.detach()}
+            loss = total / mask.sum()
+            return loss, {"lm loss": loss.detach()}
+
+        return losses, loss_func
+
+    return forward_step
 
 
 def main() -> None:
@@ -119,7 +176,7 @@ def main() -> None:
             bf16=args.bf16,
             params_dtype=config.params_dtype,
             use_distributed_optimizer=args.dist_optimizer,
-            clip_grad=1.0,
+            clip_grad=args.clip_grad,
         ),
         [ddp],
     )
@@ -127,23 +184,14 @@ def main() -> None:
     variants = 2 * (world == 1)  # ttrace
     tracer = ttc.Tracer(ddp, optimizer, args.out, role=role, perturbations=variants)  # ttrace
     forward_backward = get_forward_backward_func()
-
-    def forward_step(data_iterator, model):  # Megatron's forward_step_func convention
-        batch = next(data_iterator)
-        losses = model(batch["ids"], batch["positions"], batch["mask"], labels=batch["labels"])
-
-        def loss_func(output: torch.Tensor) -> tuple[torch.Tensor, dict]:
-            loss = output.float().mean()
-            return loss, {"lm loss": loss.detach()}
-
-        return losses, loss_func
+    forward_step = forward_step_func(args.per_token_loss)
 
     def train_step(step: int) -> None:
         ddp.zero_grad_buffer()
         optimizer.zero_grad()
         forward_backward(
             forward_step_func=forward_step,
-            data_iterator=iter([micro_batch(step, m) for m in range(MICRO_BATCHES)]),
+            data_iterator=iter([micro_batch(step, m, args.padding) for m in range(MICRO_BATCHES)]),
             model=[ddp],
             num_microbatches=MICRO_BATCHES,
             seq_length=SEQ,
