@@ -87,7 +87,9 @@ find_python312() {
   local candidates=("${TTRACE_PYTHON312_BASE:-}")
   local root
   root="$(pyenv root 2>/dev/null || echo "${HOME}/.pyenv")"
-  candidates+=($(ls -d "${root}"/versions/3.12*/bin/python 2>/dev/null | sort -V -r))
+  local found=()
+  mapfile -t found < <(ls -d "${root}"/versions/3.12*/bin/python 2>/dev/null | sort -V -r)
+  candidates+=("${found[@]}")
   candidates+=("$(command -v python3.12 || true)")
   local py
   for py in "${candidates[@]}"; do
