@@ -59,7 +59,6 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--mtp", type=int, default=0)
     parser.add_argument("--per-token-loss", action="store_true")
     parser.add_argument("--padding", action="store_true")
-    parser.add_argument("--clip-grad", type=float, default=1.0)
     return parser.parse_args()
 
 
@@ -176,7 +175,7 @@ def main() -> None:
             bf16=args.bf16,
             params_dtype=config.params_dtype,
             use_distributed_optimizer=args.dist_optimizer,
-            clip_grad=args.clip_grad,
+            clip_grad=1.0,
         ),
         [ddp],
     )
