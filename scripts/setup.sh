@@ -40,6 +40,14 @@ PIP_PACKAGES=(torch==2.13.0 "h5py>=3.8" "numpy>=1.24" "pytest>=7" "ruff>=0.5" py
 NO_DEPS_PACKAGES=(megatron-core==0.16.1)
 PIP_PACKAGES+=(packaging==26.3 PyYAML==6.0.3)
 
+# The newest Megatron-core release, tested on Python 3.12 in its own virtual environment
+# (.venv312, ctest entry python_megatron_latest). PyPI's torch for Python 3.12 is the CUDA build:
+# without its nvidia-* wheels `import torch` fails (libcudnn.so.9), so they come along (~3.5 GB).
+TTRACE_VENV312="${TTRACE_ROOT}/.venv312"
+PY312_PACKAGES=(torch==2.13.0 h5py==3.16.0 numpy==2.4.6 pytest==9.2.0 pyzmq==27.1.0
+  packaging==26.3 PyYAML==6.0.3)
+PY312_NO_DEPS_PACKAGES=(megatron-core==0.19.2)
+
 log() { printf '\033[1m[ttrace]\033[0m %s\n' "$*" >&2; }
 
 as_root() {
@@ -76,6 +84,49 @@ install_python_env() {
     "${TTRACE_PY}" -m pip install -q --disable-pip-version-check --no-deps -e "${TTRACE_ROOT}/python"
     printf '%s' "${want}" >"${stamp}"
   fi
+}
+
+# A Python 3.12 interpreter: TTRACE_PYTHON312_BASE, else pyenv's newest 3.12, else python3.12.
+find_python312() {
+  local candidates=("${TTRACE_PYTHON312_BASE:-}")
+  local root
+  root="$(pyenv root 2>/dev/null || echo "${HOME}/.pyenv")"
+  local found=()
+  mapfile -t found < <(ls -d "${root}"/versions/3.12*/bin/python 2>/dev/null | sort -V -r)
+  candidates+=("${found[@]}")
+  candidates+=("$(command -v python3.12 || true)")
+  local py
+  for py in "${candidates[@]}"; do
+    if [[ -n "${py}" && -x "${py}" ]] && "${py}" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 12))'; then
+      echo "${py}"
+      return 0
+    fi
+  done
+  return 1
+}
+
+install_python312_env() {
+  local py312="${TTRACE_VENV312}/bin/python"
+  local stamp="${TTRACE_VENV312}/.ttrace-installed"
+  local want
+  want="$(printf '%s\n' "${PY312_PACKAGES[@]}" "${PY312_NO_DEPS_PACKAGES[@]}" | sha1sum)$(sha1sum "${TTRACE_ROOT}/python/pyproject.toml")"
+  if [[ -x "${py312}" && -f "${stamp}" && "$(cat "${stamp}")" == "${want}" ]]; then
+    return 0
+  fi
+  if [[ ! -x "${py312}" ]]; then
+    local base
+    if ! base="$(find_python312)"; then
+      log "no Python 3.12 found (set TTRACE_PYTHON312_BASE, or: pyenv install 3.12); the newest Megatron-core is tested with it"
+      exit 1
+    fi
+    log "creating ${TTRACE_VENV312} with ${base}"
+    "${base}" -m venv "${TTRACE_VENV312}"
+  fi
+  log "installing Python packages into .venv312 (torch==2.13.0 with its CUDA wheels, ${PY312_NO_DEPS_PACKAGES[*]})"
+  "${py312}" -m pip install -q --disable-pip-version-check "${PY312_PACKAGES[@]}"
+  "${py312}" -m pip install -q --disable-pip-version-check --no-deps "${PY312_NO_DEPS_PACKAGES[@]}"
+  "${py312}" -m pip install -q --disable-pip-version-check --no-deps -e "${TTRACE_ROOT}/python"
+  printf '%s' "${want}" >"${stamp}"
 }
 
 build_project() {

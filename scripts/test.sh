@@ -3,6 +3,8 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 ttrace_setup
+# The newest Megatron-core release runs on Python 3.12 in its own environment (tests only).
+install_python312_env
 
 export QT_QPA_PLATFORM=offscreen
 cd "${TTRACE_BUILD}"

@@ -153,6 +153,27 @@ def test_weight_only_sequence_parallel_norm_and_plain_embedding() -> None:
     assert grad.combine == "sum" and grad.partial_index == 1
 
 
+def test_marked_parameter_handed_to_a_module_is_split_like_the_parameter() -> None:
+    """An attention sink's per-head offset: a 1-d Parameter Megatron marks tensor-parallel,
+    given to the softmax as an argument, is split over tp like the parameter (its gradient
+    there a partial sum over dp); unmarked, nothing declares it and it stays a replica."""
+    info = ParallelInfo(tp=2, tp_rank=1, dp=2, dp_rank=1)
+    model = nn.Module()
+    model.softmax = nn.Softmax(-1)
+    model.offset = nn.Parameter(torch.zeros(2))
+    inf = PlacementInference(canonical_names([model]), info, CallStructure())
+    _, unmarked, _ = inf.activation(model.softmax, "in", 2, model.offset)
+    assert unmarked.global_shape == (2,) and unmarked.combine == "replica"
+    model.offset.tensor_model_parallel = True
+    model.offset.partition_dim = 0
+    _, placed, decided = inf.activation(model.softmax, "in", 2, model.offset)
+    assert (placed.global_shape, placed.combine, placed.source) == ((4,), "replica", "declared")
+    _, grad, _ = inf.activation(
+        model.softmax, "in", 2, torch.zeros(2), gradient=True, decided=decided
+    )
+    assert (grad.global_shape, grad.combine, grad.partial_index) == ((4,), "sum", 1)
+
+
 class Unknown(nn.Module):
     """Float activations straight from the program: nothing says how they are laid out."""
 

@@ -5,6 +5,8 @@ DDP, optimizers and schedules run on gloo. Test harness only: capture needs none
 - a literal `device="cuda"` (loss-token counters, optimizer scalars) becomes CPU;
 - `Tensor.type()` (no argument) answers the CUDA type name: the mixed-precision optimizers
   sort parameters by it;
+- `torch.cuda.current_stream()` (megatron-core 0.19 waits on CUDA-graph events before its
+  gradient reduction) is a stream with nothing to wait for: on CPU every op has completed;
 - the model-parallel CUDA RNG tracker forks nothing (dropout is 0 in these runs);
 - CUDA streams and events (the MoE all-to-all dispatcher copies its split sizes to the host on
   a side stream): one stream that is always current, events that are always complete;
@@ -110,11 +112,25 @@ def _use_fused_layer_norm() -> None:
     transformer_block.LayerNormImpl = fused_layer_norm.FusedLayerNorm
 
 
+class _CompletedStream:
+    """The current stream on CPU: every op has already run, so waiting is a no-op."""
+
+    def wait_event(self, event: Any) -> None:
+        del event
+
+    def wait_stream(self, stream: Any) -> None:
+        del stream
+
+    def synchronize(self) -> None:
+        pass
+
+
 def install() -> None:
     if getattr(torch, "_ttrace_cpu_stubs", False):
         return
     torch._ttrace_cpu_stubs = True  # type: ignore[attr-defined]
     torch.cuda.current_device = lambda: "cpu"  # type: ignore[assignment]
+    torch.cuda.current_stream = lambda device=None: _CompletedStream()  # type: ignore[assignment]
     for name in _FACTORIES:
         setattr(torch, name, _cpu_device(getattr(torch, name)))
     torch.Tensor.type = _cuda_type_name(torch.Tensor.type)  # type: ignore[method-assign]

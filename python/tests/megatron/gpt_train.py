@@ -9,6 +9,14 @@ interleaved model chunks per stage; `--no-batch-p2p`: separate sends and receive
 one batched exchange); `--layers` sets the depth (the reference must use the same).
 
 `--bug NAME` (candidates only) injects a bug into Megatron-core's code path (see `bugs.py`).
+
+Model options for the newer releases (`model_options.py`):
+`--softmax learnable` gives every attention a learnable per-head softmax offset (an attention
+sink), `--mark-softmax-offset` marks it tensor-parallel as its heads are (the upstream fix;
+without it, the release as shipped); `--mtp N` adds N multi-token-prediction layers;
+`--per-token-loss` normalizes the loss by the global token count (Megatron's
+`calculate_per_token_loss`); `--padding` masks a different number of trailing tokens of every
+row, so that data-parallel ranks hold different token counts.
 """
 
 from __future__ import annotations
@@ -19,7 +27,7 @@ import os
 import torch
 import torch.distributed as dist
 
-from . import cpu_stubs
+from . import cpu_stubs, model_options
 
 cpu_stubs.install()
 
@@ -36,7 +44,7 @@ from megatron.core.optimizer import OptimizerConfig, get_megatron_optimizer  # n
 from megatron.core.pipeline_parallel import get_forward_backward_func  # noqa: E402
 from megatron.core.transformer import TransformerConfig  # noqa: E402
 
-from .bugs import inject, inject_ddp, loss_of  # noqa: E402
+from .bugs import inject, inject_ddp  # noqa: E402
 
 VOCAB, HIDDEN, HEADS, SEQ, BATCH, MICRO_BATCHES, STEPS = 128, 32, 4, 16, 4, 2, 2
 EXPERTS, TOPK = 4, 2
@@ -66,6 +74,11 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--ep", type=int, default=1, help="expert parallel size")
     parser.add_argument("--etp", type=int, default=None, help="expert tensor parallel size")
     parser.add_argument("--dispatcher", default="alltoall", help="MoE token dispatcher")
+    parser.add_argument("--softmax", default="vanilla", choices=("vanilla", "learnable"))
+    parser.add_argument("--mark-softmax-offset", action="store_true")
+    parser.add_argument("--mtp", type=int, default=0)
+    parser.add_argument("--per-token-loss", action="store_true")
+    parser.add_argument("--padding", action="store_true")
     return parser.parse_args()
 
 
@@ -87,8 +100,9 @@ def init(args: argparse.Namespace) -> int:
     return world
 
 
-def micro_batch(step: int, mb: int) -> dict[str, torch.Tensor]:
-    """This data-parallel rank's rows of global micro-batch `mb` of `step`."""
+def micro_batch(step: int, mb: int, loss_padding: bool = False) -> dict[str, torch.Tensor]:
+    """This data-parallel rank's rows of global micro-batch `mb` of `step`; with
+    `loss_padding`, row r keeps its first SEQ - 3 r tokens in the loss."""
     g = torch.Generator().manual_seed(1000 * step + mb)
     ids = torch.randint(0, VOCAB, (BATCH, SEQ + 1), generator=g)
     dp, rank = (
@@ -101,12 +115,16 @@ def micro_batch(step: int, mb: int) -> dict[str, torch.Tensor]:
     # MoE routing leaves padding out: the last tokens of each row (True = padding).
     lengths = torch.randint(SEQ // 2, SEQ + 1, (BATCH,), generator=g)
     padding = torch.arange(SEQ)[None, :] >= lengths[:, None]
+    mine = slice(rank * BATCH // dp, (rank + 1) * BATCH // dp)
+    valid = SEQ - 3 * torch.arange(BATCH)[mine] * loss_padding
+    loss_mask = (torch.arange(SEQ)[None, :] < valid[:, None]).float()
     return {
         "ids": rows[:, :-1],
         "labels": rows[:, 1:],
         "mask": mask,
         "positions": positions,
-        "padding": padding[rank * BATCH // dp : (rank + 1) * BATCH // dp],
+        "padding": padding[mine],
+        "loss_mask": loss_mask,
     }
 
 
@@ -149,20 +167,26 @@ def build(args: argparse.Namespace) -> tuple[TransformerConfig, list[GPTModel]]:
         pipeline_dtype=dtype,
         finalize_model_grads_func=finalize_model_grads,
         **moe_options(args),
+        calculate_per_token_loss=args.per_token_loss,
+        **model_options.config_fields(args.softmax, args.mtp),
     )
+    layer_spec = get_gpt_layer_local_spec(num_experts=EXPERTS if args.moe else None)
     chunks = []
     for vp in range(args.vpp or 1):
         stage = vp if args.vpp else None
         chunk = GPTModel(
             config,
-            get_gpt_layer_local_spec(num_experts=EXPERTS if args.moe else None),
+            layer_spec,
             vocab_size=VOCAB,
             max_sequence_length=SEQ,
             position_embedding_type="learned_absolute",
             pre_process=parallel_state.is_pipeline_first_stage(False, stage),
             post_process=parallel_state.is_pipeline_last_stage(False, stage),
             vp_stage=stage,
+            **model_options.mtp_spec(config, layer_spec),
         )
+        if args.mark_softmax_offset:
+            model_options.mark_softmax_offset_tensor_parallel(chunk)
         chunks.append(chunk.to(dtype))
     return config, chunks
 
@@ -178,6 +202,37 @@ def print_loss(step: int, stats: list[dict]) -> None:
     loss /= dist.get_world_size(group)
     if dist.get_rank() == 0:
         print(f"step {step} loss {loss.item():.6f}", flush=True)
+
+
+def forward_step_func(per_token_loss: bool, moe: bool):
+    """Megatron's `forward_step_func` convention; the loss is the masked mean over the rank's
+    tokens, or (per-token loss) the masked sum and its token count. Stages after the first
+    take their input from the previous stage (the schedule sets it); the token ids are then
+    unused."""
+
+    def forward_step(data_iterator, model):
+        batch = next(data_iterator)
+        losses = model(
+            batch["ids"],
+            batch["positions"],
+            batch["mask"],
+            labels=batch["labels"],
+            loss_mask=batch["loss_mask"],
+            padding_mask=batch["padding"] if moe else None,
+        )
+        mask = batch["loss_mask"]
+
+        def loss_func(output: torch.Tensor) -> tuple:
+            total = (output.float() * mask).sum()
+            tokens = mask.sum().to(torch.int)
+            if per_token_loss:
+                return total, tokens, {"lm loss": total.detach()}
+            loss = total / mask.sum()
+            return loss, {"lm loss": loss.detach()}
+
+        return losses, loss_func
+
+    return forward_step
 
 
 def main() -> None:
@@ -213,32 +268,13 @@ def main() -> None:
     variants = 2 * (world == 1)  # ttrace
     tracer = ttc.Tracer(ddp, optimizer, args.out, role=role, perturbations=variants)  # ttrace
     forward_backward = get_forward_backward_func()
-    moe = args.moe
-
-    def forward_step(data_iterator, model):  # Megatron's forward_step_func convention
-        batch = next(data_iterator)
-        # Stages after the first take their input from the previous stage (the schedule sets
-        # it); the token ids are then unused.
-        padding = batch["padding"] if moe else None
-        losses = model(
-            batch["ids"],
-            batch["positions"],
-            batch["mask"],
-            labels=batch["labels"],
-            padding_mask=padding,
-        )
-
-        def loss_func(output: torch.Tensor) -> tuple[torch.Tensor, dict]:
-            loss = loss_of(output)
-            return loss, {"lm loss": loss.detach()}
-
-        return losses, loss_func
+    forward_step = forward_step_func(args.per_token_loss, args.moe)
 
     def train_step(step: int) -> None:
         for chunk in ddp:
             chunk.zero_grad_buffer()
         optimizer.zero_grad()
-        batches = [micro_batch(step, m) for m in range(args.micro_batches)]
+        batches = [micro_batch(step, m, args.padding) for m in range(args.micro_batches)]
         stats = forward_backward(
             forward_step_func=forward_step,
             # Every chunk reads the same micro-batches (the schedule calls each chunk once

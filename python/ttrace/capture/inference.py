@@ -72,11 +72,24 @@ class Decision:
 
 
 # Rules of `decide` whose layout the job states: Megatron's module types and attributes,
-# its expert subtrees, torch's and transformers' parallel styles.
-DECLARED_RULES = frozenset({"expert", "megatron", "style"})
+# its expert subtrees, torch's and transformers' parallel styles, a marked parameter passed as an
+# argument.
+DECLARED_RULES = frozenset({"expert", "megatron", "style", "parameter"})
 
 
 PARAM_KINDS = ("parameter", "param_grad", "main_grad", "param_after_step", "optimizer_state")
+
+
+def tp_split_vector_param(tensor: torch.Tensor | None) -> Layout | None:
+    """A 1-d parameter handed to a module as an argument (an attention sink's per-head
+    `softmax_offset`) is laid out as Megatron's attributes declare the parameter: split over
+    tp when it is marked tensor-parallel. (A 1-d tensor has no batch dimension, so the
+    activation rules place it, and its gradient over dp, as they place a bias.)"""
+    if not isinstance(tensor, nn.Parameter) or tensor.dim() != 1:
+        return None
+    if not getattr(tensor, "tensor_model_parallel", False):
+        return None
+    return Layout("split", dim=int(getattr(tensor, "partition_dim", 0)))
 
 
 class PlacementInference:
@@ -142,6 +155,9 @@ class PlacementInference:
             spec = ann.pick(direction, index)
             if isinstance(spec, str):
                 return Layout.parse(spec), "annotation"
+        split_param = tp_split_vector_param(tensor)
+        if split_param is not None:
+            return split_param, "parameter"
         megatron = self.megatron.decide(
             module, direction, index, tensor.dim() if tensor is not None else None
         )

@@ -20,6 +20,9 @@ Embeddings and the model:
 - `GPTModel` (and any model with `output_layer` and `compute_language_model_loss`): ids,
   positions in ``[b, s]``; the output is the per-token loss ``[b, s]`` (reduced over tp
   by the vocab-parallel cross entropy) or, without labels, logits ``[b, s, v/tp]``.
+- `MultiTokenPredictionBlock` and `MultiTokenPredictionLayer` (multi-token prediction): ids,
+  positions and padding mask in ``[b, s]`` (the first two positional arguments, or by name);
+  a layer hands them on, rolled, as its outputs 1 to 3.
 Mixture of experts (`MoELayer`: a router, a token dispatcher, experts; `TopKRouter`):
 - the layer's hidden states in and out ``[s, b, h]``, sequence-split under sequence
   parallelism; the router's input alike, its padding mask ``[s, b]`` (position 1);
@@ -45,6 +48,10 @@ HEADS_BY_NAME = {
     "TEDotProductAttention": "core",
     "FusedScaleMaskSoftmax": "softmax",
 }
+
+
+MTP_TYPES = ("MultiTokenPredictionBlock", "MultiTokenPredictionLayer")
+BATCH_FIRST_ARGS = ("input_ids", "position_ids", "padding_mask")
 
 
 def is_megatron(module: nn.Module) -> bool:
@@ -88,6 +95,8 @@ class MegatronRules:
             return Layout("split", "bs", 1) if i <= 0 else Layout("replica")
         if name == "LanguageModelEmbedding" or name == "VocabParallelEmbedding":
             return self._embedding(module, direction)
+        if name in MTP_TYPES:
+            return self._mtp(name, direction, index)
         if hasattr(module, "output_layer") and hasattr(module, "compute_language_model_loss"):
             if direction == "in" or ndim == 2:
                 return Layout("replica", "bs")
@@ -123,6 +132,15 @@ class MegatronRules:
         sp = bool(getattr(config, "sequence_parallel", False)) and self.tp > 1
         scatter = getattr(module, "scatter_to_sequence_parallel", True)
         return Layout("seq" if sp and scatter else "replica")
+
+    def _mtp(self, name: str, direction: str, index: int | str) -> Layout | None:
+        """Token ids, positions and padding mask of multi-token prediction: ``[b, s]``."""
+        i = _index(index)
+        if direction == "in" and (index in BATCH_FIRST_ARGS or i in (0, 1)):
+            return Layout("replica", "bs")
+        if direction == "out" and name == "MultiTokenPredictionLayer" and i in (1, 2, 3):
+            return Layout("replica", "bs")
+        return None
 
     def _returned_bias(self, module: nn.Module) -> Layout:
         weight = getattr(module, "weight", None)

@@ -1,0 +1,48 @@
+"""Model options of the tiny Megatron-core GPT beyond the plain decoder: an attention sink (a
+learnable per-head softmax offset) and multi-token prediction, both built by Megatron-core's
+own config fields and layer specs (present in 0.16.1 and in the newest release)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from megatron.core.models.gpt.gpt_layer_specs import get_gpt_mtp_block_spec
+from megatron.core.tensor_parallel.layers import set_tensor_model_parallel_attributes
+from megatron.core.transformer import TransformerConfig
+
+
+def config_fields(softmax: str, mtp_layers: int) -> dict[str, Any]:
+    """TransformerConfig fields; none for the plain model, so its config stays the default."""
+    fields: dict[str, Any] = {}
+    if softmax != "vanilla":
+        fields["softmax_type"] = softmax
+    if mtp_layers:
+        fields["mtp_num_layers"] = mtp_layers
+    return fields
+
+
+def mtp_spec(config: TransformerConfig, layer_spec: Any) -> dict[str, Any]:
+    """GPTModel's `mtp_block_spec` argument built from the decoder's own (local) layer spec."""
+    if not config.mtp_num_layers:
+        return {}
+    return {
+        "mtp_block_spec": get_gpt_mtp_block_spec(config, layer_spec, use_transformer_engine=False)
+    }
+
+
+def mark_softmax_offset_tensor_parallel(model: torch.nn.Module) -> int:
+    """The upstream fix of the attention sink: `DotProductAttention` allocates its learnable
+    `softmax_offset` with one entry per local head (split by heads over tp) but does not mark
+    it tensor-parallel, so gradient clipping counts only tp rank 0's part in the global norm.
+    Marks it as Megatron marks every head-split weight; returns how many were marked."""
+    marked = 0
+    for module in model.modules():
+        offset = getattr(module, "softmax_offset", None)
+        if isinstance(offset, torch.nn.Parameter):
+            set_tensor_model_parallel_attributes(offset, is_parallel=True, dim=0, stride=1)
+            marked += 1
+    if marked == 0:
+        raise ValueError("--mark-softmax-offset: the model has no learnable softmax_offset")
+    return marked
