@@ -106,8 +106,8 @@ void ElementView::setBundles(const QString& reference, const QString& candidate)
 
 void ElementView::fillDimensions() {
     const QSignalBlocker block(dimension_);
-    const int previous = dimension_->currentData().isValid() ? dimension_->currentData().toInt()
-                                                             : -2;
+    const int previous =
+        dimension_->currentData().isValid() ? dimension_->currentData().toInt() : -2;
     dimension_->clear();
     dimension_->addItem(tr("(none)"), -1);
     if (tensor_) {
@@ -118,7 +118,7 @@ void ElementView::fillDimensions() {
         // Keep the dimension chosen for the previous tensor where it exists; else the last
         // one (hidden units, a head's features).
         const int keep = dimension_->findData(previous);
-        dimension_->setCurrentIndex(previous >= -1 && keep >= 0 ? keep : dimension_->count() - 1);
+        dimension_->setCurrentIndex(previous >= 0 && keep >= 0 ? keep : dimension_->count() - 1);
     }
 }
 
@@ -179,8 +179,8 @@ void ElementView::onFinished(const ElementReport& report) {
     } else if (!report.problems.empty()) {
         table_->clear();
         slices_->setSlices({}, -1);
-        status_->setText(tr("Cannot read the elements: %1")
-                             .arg(qstr(report.problems.front().toString())));
+        status_->setText(
+            tr("Cannot read the elements: %1").arg(qstr(report.problems.front().toString())));
     } else {
         table_->setReport(report);
         slices_->setSlices(report.slices, report.dimension);
@@ -196,8 +196,8 @@ void ElementView::onFinished(const ElementReport& report) {
 void ElementView::showEvent(QShowEvent* event) {
     QWidget::showEvent(event);
     // Opened on a tensor it has not inspected yet: inspect it now.
-    if (tensor_ && (inspected_ != tensor_ ||
-                    inspectedDimension_ != dimension_->currentData().toInt())) {
+    if (tensor_ &&
+        (inspected_ != tensor_ || inspectedDimension_ != dimension_->currentData().toInt())) {
         inspect();
     }
 }

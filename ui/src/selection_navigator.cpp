@@ -21,8 +21,15 @@ SelectionNavigator::SelectionNavigator(LayerTreePane* tree, LayerTreeModel* mode
     forward_->setObjectName(QStringLiteral("selectionForwardAction"));
     // Alt+Left / Alt+Right everywhere (QKeySequence::Back is Alt+Left on Linux and Windows,
     // Cmd+[ on macOS); both are window-wide, like a browser's.
-    back_->setShortcuts({QKeySequence::Back, QKeySequence(Qt::ALT | Qt::Key_Left)});
-    forward_->setShortcuts({QKeySequence::Forward, QKeySequence(Qt::ALT | Qt::Key_Right)});
+    const auto withAlt = [](QKeySequence::StandardKey key, QKeySequence alt) {
+        QList<QKeySequence> keys = QKeySequence::keyBindings(key);
+        if (!keys.contains(alt)) {
+            keys.prepend(alt); // each key once: a key bound twice is an ambiguous shortcut
+        }
+        return keys;
+    };
+    back_->setShortcuts(withAlt(QKeySequence::Back, QKeySequence(Qt::ALT | Qt::Key_Left)));
+    forward_->setShortcuts(withAlt(QKeySequence::Forward, QKeySequence(Qt::ALT | Qt::Key_Right)));
     for (QAction* a : {back_, forward_}) {
         a->setShortcutContext(Qt::WindowShortcut);
     }

@@ -287,12 +287,18 @@ std::vector<ShapeSignature> diagnoseShape(const DiagnosisInput& in) {
     const auto& ref = in.reference.values;
     const auto& cand = in.candidate.values;
     const double error = relDiff(cand, ref);
-    if (ref.size() != cand.size() || ref.empty() || !std::isfinite(error) ||
-        error <= in.tolerance) {
+    if (ref.size() != cand.size() || ref.empty() || !std::isfinite(error)) {
         return {};
     }
     const Bound bound{in.tolerance, error};
     const auto slices = errorSlices(in.candidate);
+    if (error <= in.tolerance) {
+        // The merged tensor (the lowest rank's copy) agrees; a divergent tensor then diverges
+        // through another rank's replica, which only the replicas' own values can name.
+        auto replicas = replicasDisagree(slices, in, bound);
+        return replicas ? std::vector<ShapeSignature>{std::move(*replicas)}
+                        : std::vector<ShapeSignature>{};
+    }
     std::vector<ShapeSignature> out;
     auto add = [&out](std::optional<ShapeSignature> s) {
         if (s) {

@@ -26,8 +26,7 @@ struct ElementInspector::OpenPair {
         candidate = c.bundle;
         for (auto* side : {&r, &c}) {
             if (!side->bundle) {
-                problems.insert(problems.end(), side->diagnostics.begin(),
-                                side->diagnostics.end());
+                problems.insert(problems.end(), side->diagnostics.begin(), side->diagnostics.end());
             }
         }
     }

@@ -10,8 +10,15 @@ namespace ttrace::ui {
 class ElementTableModel : public QAbstractTableModel {
     Q_OBJECT
 public:
-    enum Column { IndexColumn, ReferenceColumn, CandidateColumn, ErrorColumn, ToleranceColumn,
-                  RatioColumn, ColumnCount };
+    enum Column {
+        IndexColumn,
+        ReferenceColumn,
+        CandidateColumn,
+        ErrorColumn,
+        ToleranceColumn,
+        RatioColumn,
+        ColumnCount
+    };
     explicit ElementTableModel(QObject* parent = nullptr);
 
     void setReport(const ElementReport& report);
