@@ -15,7 +15,8 @@ const char* const kLocalizeUsage =
     "  --agent HOST:PORT        the agent's address (it prints it; TTRACE_AGENT_ENDPOINT_FILE)\n"
     "  --token-file FILE        the agent's token file\n"
     "  --module NAME            judge this module only (repeatable); no diff is run\n"
-    "  --phase P                forward, backward or step for --module (default forward)\n"
+    "  --phase P                forward, backward, reduction or step for --module (default\n"
+    "                           forward; reduction: a step replay judged against the diff)\n"
     "  --iteration N            localize in iteration N (with --module: replay iteration N)\n"
     "  --micro-batch N          micro-batch for --module (default 0)\n"
     "  --json FILE              write the result (docs/localize-json.md)\n"
@@ -44,12 +45,14 @@ std::string applyValue(std::string_view arg, std::string_view v, LocalizeArgs& a
     } else if (arg == "--markdown") {
         a.markdown = v;
     } else if (arg == "--phase") {
-        if (v == "forward" || v == "backward" || v == "step") {
-            a.phase = v == "forward"    ? replay::LocalizePhase::Forward
-                      : v == "backward" ? replay::LocalizePhase::Backward
-                                        : replay::LocalizePhase::Step;
+        if (v == "forward" || v == "backward" || v == "reduction" || v == "step") {
+            a.phase = v == "forward"     ? replay::LocalizePhase::Forward
+                      : v == "backward"  ? replay::LocalizePhase::Backward
+                      : v == "reduction" ? replay::LocalizePhase::Reduction
+                                         : replay::LocalizePhase::Step;
         } else {
-            return "--phase must be forward, backward or step, got '" + std::string(v) + "'";
+            return "--phase must be forward, backward, reduction or step, got '" + std::string(v) +
+                   "'";
         }
     } else if (arg == "--iteration" || arg == "--micro-batch") {
         std::int64_t n = 0;

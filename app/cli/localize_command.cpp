@@ -33,8 +33,9 @@ std::vector<Suspect> namedSuspects(const LocalizeArgs& a, const AgentInfo& agent
     const std::int64_t iteration =
         a.iteration.value_or(agent.iterations.empty() ? 0 : agent.iterations.front());
     for (const auto& m : a.modules) {
-        out.push_back(
-            {m, iteration, a.phase == LocalizePhase::Step ? -1 : a.microBatch, a.phase, 0.0});
+        const bool perIteration =
+            a.phase == LocalizePhase::Step || a.phase == LocalizePhase::Reduction;
+        out.push_back({m, iteration, perIteration ? -1 : a.microBatch, a.phase, 0.0});
     }
     return out;
 }
@@ -43,13 +44,20 @@ LocalizeResult runWalk(const LocalizeArgs& a, const AgentJudge& judge, const Age
                        LocalizeTable& table) {
     WalkCallbacks callbacks;
     callbacks.onVerdict = [&table](const ModuleVerdict& v) { table.row(v); };
-    if (!a.modules.empty()) {
-        return judgeNamed(namedSuspects(a, agent), std::cref(judge), callbacks);
-    }
     DiffOptions options;
     options.tolerance = a.tolerance;
     options.iteration = a.iteration;
     options.useCache = a.useCache;
+    if (!a.modules.empty()) {
+        // A suspect of the gradient reduction is judged against the diff (did its param grads
+        // agree?), as the walk and the explorer judge it.
+        if (a.phase != LocalizePhase::Reduction) {
+            return judgeNamed(namedSuspects(a, agent), std::cref(judge), callbacks);
+        }
+        const auto diff = diffBundleDirs(a.bundles[0], a.bundles[1], options);
+        return judgeNamed(namedSuspects(a, agent), std::cref(judge), callbacks,
+                          hasErrors(diff.diagnostics) ? nullptr : &diff);
+    }
     const auto diff = diffBundleDirs(a.bundles[0], a.bundles[1], options);
     for (const auto& d : diff.diagnostics) {
         std::cerr << d.toString() << "\n";

@@ -1,6 +1,7 @@
 #include "localize_table.h"
 
 #include "ttrace/replay/localize_report.h"
+#include "ttrace/replay/localize_text.h"
 #include "ttrace/replay/localize_walk.h"
 #include "ttrace/report_markdown.h"
 
@@ -67,12 +68,7 @@ void LocalizeTable::conclusion(const LocalizeResult& r) {
     for (const auto& p : r.problems) {
         out_ << "\nerror: " << p.toString() << "\n";
     }
-    out_ << "\n"
-         << (r.introduced()          ? "INTRODUCED: "
-             : r.undetermined()      ? "UNDETERMINED: "
-             : r.enteredUnreplayed() ? "DIVERGENT: "
-                                     : "")
-         << localizeConclusion(r) << "\n";
+    out_ << "\n" << localizeVerdictLine(r) << "\n";
 }
 
 } // namespace ttrace::cli

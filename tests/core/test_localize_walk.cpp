@@ -3,6 +3,7 @@
 // (inherited roots are not descended into, introduced ones are narrowed to their introduced
 // children), the optimizer phases, and stopping on an agent failure or cancellation.
 #include "ttrace/replay/localize_report.h"
+#include "ttrace/replay/localize_text.h"
 #include "ttrace/replay/localize_walk.h"
 #include "ttrace/verdict.h"
 
@@ -317,6 +318,59 @@ private slots:
                                   std::ref(judge), {});
         QCOMPARE(r.guilty, (Names{"layers.0.mlp"}));
         QCOMPARE(r.verdicts.size(), std::size_t{2});
+    }
+
+    void namedReductionSuspectsAreWordedAsTheWalkWordsThem() {
+        // embedding: param grads agree, main grad diverges (a reduction bug); layers.0.mlp:
+        // its param grad diverges already, so its main grad only inherits the divergence.
+        const auto d = diffOf(kModules, {tensor("embedding", TensorKind::ParamGrad, 0, 0, 0.3),
+                                         tensor("embedding", TensorKind::MainGrad, 0, -1, 40.0),
+                                         tensor("layers.0.mlp", TensorKind::ParamGrad, 0, 0, 9.0),
+                                         tensor("layers.0.mlp", TensorKind::MainGrad, 0, -1, 9.0)});
+        QVERIFY(reductionBlamed(d, "embedding", 0));
+        QVERIFY(!reductionBlamed(d, "layers.0.mlp", 0));
+        QVERIFY(!reductionBlamed(d, "embedding", 1)); // nothing recorded there
+        ScriptedJudge agrees; // the step, fed the reference's main grads, agrees
+        const Suspect embedding{"embedding", 0, 0, LocalizePhase::Reduction, 40.0};
+        auto r = judgeNamed({embedding}, std::ref(agrees), {}, &d);
+        QCOMPARE(r.guiltyPhase, std::optional(LocalizePhase::Reduction));
+        QCOMPARE(r.guiltyParameters, (Names{"embedding"}));
+        QCOMPARE(findingIn(r, "embedding"), ModuleFinding::ReductionGuilty);
+        QCOMPARE(localizeVerdictLine(r),
+                 std::string("INTRODUCED: introduced in gradient reduction: parameters of "
+                             "embedding"));
+        QCOMPARE(moduleFindingText(findingIn(r, "embedding")),
+                 std::string_view("introduced in gradient reduction"));
+        // Without the diff nothing proves the reduction wrong: the module agrees, no more.
+        r = judgeNamed({embedding}, std::ref(agrees), {});
+        QVERIFY(!r.guiltyPhase && !r.introduced());
+        QCOMPARE(findingIn(r, "embedding"), ModuleFinding::Inherited);
+        const Suspect mlp{"layers.0.mlp", 0, 0, LocalizePhase::Reduction, 9.0};
+        r = judgeNamed({mlp}, std::ref(agrees), {}, &d);
+        QVERIFY(!r.guiltyPhase);
+        QCOMPARE(findingIn(r, "layers.0.mlp"), ModuleFinding::Inherited);
+        // A step replay that still diverges: the optimizer step is guilty, for that module.
+        ScriptedJudge wrongStep{{{"layers.0.mlp", Verdict::Introduced}}, {}};
+        r = judgeNamed({{"layers.0.mlp", 0, -1, LocalizePhase::Step, 9.0}}, std::ref(wrongStep), {},
+                       &d);
+        QCOMPARE(r.guiltyPhase, std::optional(LocalizePhase::Step));
+        QVERIFY(r.guilty.empty());
+        QCOMPARE(findingIn(r, "layers.0.mlp"), ModuleFinding::StepGuilty);
+        QCOMPARE(localizeVerdictLine(r),
+                 std::string("INTRODUCED: introduced in optimizer step: parameters of "
+                             "layers.0.mlp"));
+    }
+
+    void findingsOfAWalkNameTheDeepestGuilty() {
+        const auto d = diffOf(kModules, everythingDiverges(kModules));
+        ScriptedJudge judge{
+            {{"layers.0", Verdict::Introduced}, {"layers.0.mlp", Verdict::Introduced}}, {}};
+        const auto r = walkDivergence(d, std::ref(judge), {});
+        QCOMPARE(findingIn(r, "layers.0.mlp"), ModuleFinding::IntroducedHere);
+        QCOMPARE(findingIn(r, "layers.0"), ModuleFinding::IntroducedBelow);
+        QCOMPARE(findingIn(r, "embedding"), ModuleFinding::Inherited);
+        QCOMPARE(findingIn(r, "layers.1.attn"), ModuleFinding::None); // never replayed
+        QCOMPARE(localizeVerdictLine(r), "INTRODUCED: " + localizeConclusion(r));
     }
 
     void parentsAreTheNearestDottedAncestor() {

@@ -141,6 +141,36 @@ private slots:
         QCOMPARE(bugClassHint({id, sigs, kLayout, fp32}).bugClass,
                  std::string("vocab-embedding-off-by-one"));
     }
+    void everyWrongReplicaIsNamedWhateverRankLeads() {
+        // Four replicas in two camps, all wrong: compared only with rank 0, ranks 0 and 1
+        // would look like "the same"; compared with each other and with the reference, every
+        // rank is named with its relative difference.
+        const auto r = smooth(16);
+        auto ref = split(r, 1, 16, 4, Combine::Replica);
+        auto cand = split(r, 1, 16, 4, Combine::Replica);
+        const auto drift = smooth(16, 3);
+        for (int k = 0; k < 4; ++k) {
+            for (std::size_t i = 0; i < 16; ++i) {
+                cand.shards[k].values[i] += (k < 2 ? 0.5 : -0.5) * drift[i];
+            }
+        }
+        cand.values = cand.shards[0].values;
+        ref.shape = cand.shape = {16};
+        for (auto* t : {&ref, &cand}) {
+            for (auto& s : t->shards) {
+                s.localShape = {16};
+                s.placement.globalShape = {16};
+                s.placement.boxes = {Box{{{0, 0, 16}}}};
+            }
+        }
+        const auto sigs = diagnose(ref, cand);
+        QVERIFY(has(sigs, SignatureKind::ReplicasDisagree));
+        const auto& sig = get(sigs, SignatureKind::ReplicasDisagree);
+        QCOMPARE(sig.ranks, (std::vector<int>{0, 1, 2, 3}));
+        QVERIFY2(sig.evidence.find("copies group as ranks 0, 1 | ranks 2, 3") != std::string::npos,
+                 sig.evidence.c_str());
+        QVERIFY2(sig.summary.find("ranks 0, 1, 2, 3") != std::string::npos, sig.summary.c_str());
+    }
     void replicasDisagree() {
         const auto r = smooth(16);
         auto ref = split(r, 1, 16, 2, Combine::Replica);
@@ -160,7 +190,13 @@ private slots:
         cand.values[0] += 0.01; // the merged copy is a little off too, so the tensor diverges
         const auto sigs = diagnose(ref, cand);
         QVERIFY(has(sigs, SignatureKind::ReplicasDisagree));
-        QCOMPARE(get(sigs, SignatureKind::ReplicasDisagree).ranks, (std::vector<int>{0, 1}));
+        // Rank 0's copy is the reference's: only rank 1 is wrong, as the per-rank plot shows.
+        const auto& sig = get(sigs, SignatureKind::ReplicasDisagree);
+        QCOMPARE(sig.ranks, (std::vector<int>{1}));
+        QVERIFY2(sig.evidence.find("relative difference to the reference: rank 1 ") !=
+                         std::string::npos &&
+                     sig.evidence.find("differ by") == std::string::npos,
+                 sig.evidence.c_str());
         TensorId id;
         id.module = "layers.0.input_layernorm";
         id.kind = TensorKind::MainGrad;

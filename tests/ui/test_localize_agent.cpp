@@ -3,6 +3,7 @@
 // one-click Localize, Localize All with its progress and Cancel, the badges, the headline on
 // the demo (iteration 0, gradient reduction, the sequence-parallel norms), the warnings dock,
 // and the command line's --agent/--localize/--screenshot.
+#include "ttrace/replay/localize_text.h"
 #include "ttrace/ui/agent_status_widget.h"
 #include "ttrace/ui/connect_dialog.h"
 #include "ttrace/ui/drill_down_pane.h"
@@ -306,7 +307,14 @@ private slots:
             nullptr);
         QVERIFY2(r.problems.empty(),
                  r.problems.empty() ? "" : r.problems.front().toString().c_str());
-        QCOMPARE(badgeText(w, qPrintable(first)), QStringLiteral("grad reduction"));
+        QCOMPARE(badgeText(w, qPrintable(first)),
+                 QStringLiteral("introduced in gradient reduction"));
+        // The summary says so in `ttrace localize`'s words, never an innocent's "inherited".
+        const QString single = w.headlineBar()->conclusion();
+        QVERIFY2(single.startsWith("INTRODUCED: introduced in gradient reduction: parameters of " +
+                                   first),
+                 qPrintable(single));
+        QVERIFY(single.startsWith(QString::fromStdString(ttrace::replay::localizeVerdictLine(r))));
         r = runAndWait(
             w, [&] { return w.localizeUi()->localizeAll(); }, nullptr);
         QVERIFY2(r.problems.empty(),
@@ -315,9 +323,12 @@ private slots:
         QVERIFY(!r.guiltyParameters.empty());
         for (const auto& m : r.guiltyParameters) {
             QVERIFY2(QString::fromStdString(m).endsWith("layernorm"), m.c_str());
-            QCOMPARE(badgeText(w, m.c_str()), QStringLiteral("grad reduction"));
+            QCOMPARE(badgeText(w, m.c_str()), QStringLiteral("introduced in gradient reduction"));
         }
-        QVERIFY(w.headlineBar()->conclusion().contains("gradient reduction"));
+        QVERIFY(w.headlineBar()->conclusion().startsWith(
+            QString::fromStdString(ttrace::replay::localizeVerdictLine(r))));
+        // Localize All kept the single Localize's verdict of the norm (iteration 0).
+        QVERIFY(w.model()->localize().verdict(first.toStdString(), 0) != nullptr);
 
         const QImage shot = w.screenshot();
         QVERIFY(!shot.isNull());

@@ -2,6 +2,7 @@
 // walk order and out of it), the guilty phase of a walk, the layer tree's badge role, grouped
 // warnings, the headline's first divergence in time, and the agent target. Every model runs
 // under QAbstractItemModelTester.
+#include "ttrace/replay/localize_text.h"
 #include "ttrace/replay/localize_walk.h"
 #include "ttrace/ui/models/agent_target.h"
 #include "ttrace/ui/models/layer_tree_model.h"
@@ -129,11 +130,27 @@ private slots:
     }
 
     void reductionAndStepPhases() {
+        // A single Localize of a norm's main grad, as the explorer runs it: judged against the
+        // diff (param grads agree, main grad diverges), the reduction is guilty, and the badge
+        // and the headline say so in `ttrace localize`'s words, never "inherited".
+        const DiffResult diff = assembled(demoLikeDiff());
+        replay::Suspect norm{"layers.0.input_layernorm", 0, 0, LocalizePhase::Reduction, 50.0};
         LocalizeVerdicts v;
         v.setReplaying("layers.0.input_layernorm");
         QCOMPARE(v.badge("layers.0.input_layernorm"), LocalizeBadge::Replaying);
-        v.add(verdict("layers.0.input_layernorm", Verdict::Inherited, LocalizePhase::Reduction));
+        const auto single = replay::judgeNamed(
+            {norm}, [](const replay::Suspect&) { return verdict("", Verdict::Inherited); },
+            {.onVerdict = [&v](const ModuleVerdict& mv) { v.add(mv); }, .cancelled = {}}, &diff);
+        v.finish(single);
         QCOMPARE(v.badge("layers.0.input_layernorm"), LocalizeBadge::ReductionGuilty);
+        QCOMPARE(localizeBadgeText(v.badge("layers.0.input_layernorm")),
+                 QStringLiteral("introduced in gradient reduction"));
+        const QString line = localizeConclusion(single);
+        QVERIFY2(line.startsWith(QStringLiteral("INTRODUCED: introduced in gradient reduction: "
+                                                "parameters of layers.0.input_layernorm")),
+                 qPrintable(line));
+        QVERIFY2(!line.contains("inherited") && !line.contains("agrees"), qPrintable(line));
+        QVERIFY(line.startsWith(QString::fromStdString(replay::localizeVerdictLine(single))));
         v.add(verdict("layers.0.mlp", Verdict::Introduced, LocalizePhase::Step));
         QCOMPARE(v.badge("layers.0.mlp"), LocalizeBadge::StepGuilty);
 
@@ -160,12 +177,12 @@ private slots:
         replay::LocalizeResult r;
         r.start = replay::DivergenceStart{0, LocalizePhase::Forward};
         r.verdicts.push_back(verdict("loss", Verdict::Inherited));
-        QVERIFY(localizeConclusion(r).contains("inherited"));
+        QVERIFY(localizeConclusion(r).contains("enters where no module runs"));
         auto v = verdict("layers.0", Verdict::NotReplayable);
         v.reason = "stochastic: dropout";
         r.verdicts.push_back(v);
         const QString text = localizeConclusion(r);
-        QVERIFY2(text.contains("undetermined") && text.contains("layers.0") &&
+        QVERIFY2(text.startsWith("UNDETERMINED: not localized") && text.contains("layers.0") &&
                      text.contains("stochastic: dropout"),
                  qPrintable(text));
     }

@@ -1,5 +1,6 @@
 #include "ttrace/ui/drill_down_pane.h"
 
+#include "ttrace/replay/localize_walk.h"
 #include "ttrace/ui/error_histogram_plot.h"
 #include "ttrace/ui/models/color_scale.h"
 #include "ttrace/ui/models/layer_tree_model.h"
@@ -207,15 +208,32 @@ void DrillDownPane::showTensor(std::optional<std::size_t> tensor) {
     refreshReplay();
 }
 
+namespace {
+
+// The replay to show beside a tensor: its module's replay of the tensor's own iteration (or the
+// step replay over every parameter that badged the module then); failing that, the module's
+// latest replay of another iteration, which the titles label as such.
+const replay::ModuleVerdict* replayFor(const LocalizeVerdicts& localize, const TensorId& id) {
+    const std::int64_t iteration = replay::divergenceStartOf(id).iteration;
+    if (const auto* v = localize.verdict(id.module, iteration)) {
+        return v;
+    }
+    if (isGuiltyBadge(localize.badge(id.module, iteration))) {
+        if (const auto* step = localize.stepVerdict(iteration)) {
+            return step;
+        }
+    }
+    return localize.verdict(id.module);
+}
+
+} // namespace
+
 void DrillDownPane::refreshReplay() {
     const auto& results = model_->results();
-    const std::string module = current_ ? results.tensor(*current_).id.module : std::string();
     const auto& localize = model_->localize();
     // No tensor shown, no replay (the step replay over every parameter is named "").
-    const replay::ModuleVerdict* v = current_ ? localize.verdict(module) : nullptr;
-    if (!v && current_ && isGuiltyBadge(localize.badge(module))) {
-        v = localize.stepVerdict(); // a step replay over every parameter badged this module
-    }
+    const TensorId* id = current_ ? &results.tensor(*current_).id : nullptr;
+    const replay::ModuleVerdict* v = id ? replayFor(localize, *id) : nullptr;
     replay_->setVisible(v != nullptr);
     replayHistogram_->setVisible(v != nullptr);
     histogram_->setTitle(v ? tr("Captured: element errors in tolerance units")
@@ -224,14 +242,33 @@ void DrillDownPane::refreshReplay() {
         replayHistogram_->setHistogram(nullptr);
         return;
     }
-    replay_->setComparison(tr("Replayed with the reference's inputs\n%1: %2")
-                               .arg(qstr(module), localizeBadgeText(localize.badge(module))),
-                           replayBars(results, *v, module));
-    const replay::TensorJudgement* peer = replayedPeer(*v, results.tensor(*current_).id);
+    const QString module = qstr(id->module);
+    const std::int64_t shownIteration = replay::divergenceStartOf(*id).iteration;
+    const std::int64_t replayed = v->suspect.iteration;
+    // Every replay is labelled with the iteration it judged; one of another iteration than the
+    // shown tensor's says so, so it is never read as this tensor's.
+    const QString when = replayed == shownIteration
+                             ? tr("iteration %1, %2")
+                                   .arg(replayed)
+                                   .arg(qstr(replay::localizePhaseName(v->suspect.phase)))
+                             : tr("iteration %1, %2 — not this tensor's iteration %3")
+                                   .arg(replayed)
+                                   .arg(qstr(replay::localizePhaseName(v->suspect.phase)))
+                                   .arg(shownIteration);
+    replay_->setComparison(
+        tr("Replayed with the reference's inputs (%1)\n%2: %3")
+            .arg(when, module, localizeBadgeText(localize.badge(id->module, replayed))),
+        replayBars(results, *v, id->module));
+    const replay::TensorJudgement* peer =
+        replayed == shownIteration ? replayedPeer(*v, *id) : nullptr;
     static const ErrorHistogram kNone; // "no histogram", not "select a tensor"
     replayHistogram_->setHistogram(peer ? &peer->histogram : &kNone);
     replayHistogram_->setTitle(peer ? replayTitle(*peer, capturedRatio(results, peer->id))
-                                    : tr("Replayed: no tensor of %1 returned").arg(qstr(module)));
+                               : replayed == shownIteration
+                                   ? tr("Replayed: no tensor of %1 returned").arg(module)
+                                   : tr("Replayed iteration %1 only; no replay of iteration %2")
+                                         .arg(replayed)
+                                         .arg(shownIteration));
 }
 
 void DrillDownPane::replotNow() {

@@ -255,9 +255,7 @@ bool LocalizeUi::start(std::vector<Suspect> suspects) {
     request.diff = result_;
     request.referenceBundle = reference_.toStdString();
     request.suspects = std::move(suspects);
-    if (request.suspects.empty()) {
-        parts_.model->clearLocalize(); // a walk's verdicts replace the earlier ones
-    }
+    // Earlier verdicts stay: each new one replaces only its own module's at its iteration.
     parts_.headline->setConclusion(tr("Localizing…"), false);
     return controller_->start(client, *session_->info(), std::move(request));
 }

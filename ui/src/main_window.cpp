@@ -1,20 +1,24 @@
 #include "ttrace/ui/main_window.h"
 
 #include "ttrace/ui/drill_down_pane.h"
+#include "ttrace/ui/element_view.h"
 #include "ttrace/ui/headline_bar.h"
 #include "ttrace/ui/layer_tree_pane.h"
 #include "ttrace/ui/load_controller.h"
 #include "ttrace/ui/localize_ui.h"
 #include "ttrace/ui/models/agent_session.h"
+#include "ttrace/ui/models/color_scale.h"
 #include "ttrace/ui/models/layer_tree_model.h"
 #include "ttrace/ui/models/markdown_report.h"
 #include "ttrace/ui/models/roles.h"
 #include "ttrace/ui/models/story_headline.h"
 #include "ttrace/ui/models/tensor_columns.h"
 #include "ttrace/ui/models/warnings_model.h"
+#include "ttrace/ui/phase_timeline.h"
 #include "ttrace/ui/problems_banner.h"
 #include "ttrace/ui/remote_connect_ui.h"
 #include "ttrace/ui/run_summary_bar.h"
+#include "ttrace/ui/selection_navigator.h"
 #include "ttrace/ui/startup_localize.h"
 #include "ttrace/ui/warnings_dock.h"
 #include "ttrace/ui/widget_png.h"
@@ -28,6 +32,7 @@
 #include <QApplication>
 #include <QClipboard>
 #include <QDir>
+#include <QDockWidget>
 #include <QDragEnterEvent>
 #include <QFile>
 #include <QFileDialog>
@@ -43,6 +48,7 @@
 #include <QStatusBar>
 #include <QStyle>
 #include <QToolBar>
+#include <QToolButton>
 #include <QTreeView>
 #include <QVBoxLayout>
 
@@ -85,7 +91,11 @@ MainWindow::MainWindow(QWidget* parent)
     , drill_(new DrillDownPane(model_, this))
     , headline_(new HeadlineBar(this))
     , warnings_(new WarningsModel(this))
-    , warningsDock_(new WarningsDock(warnings_, this)) {
+    , warningsDock_(new WarningsDock(warnings_, this))
+    , timeline_(new PhaseTimeline(this))
+    , navigator_(new SelectionNavigator(tree_, model_, this))
+    , elements_(new ElementView(model_, this))
+    , elementsDock_(new QDockWidget(tr("Elements"), this)) {
     setWindowTitle(tr("TTrace Explorer"));
     setObjectName(QStringLiteral("mainWindow"));
     setAcceptDrops(true);
@@ -112,6 +122,7 @@ MainWindow::MainWindow(QWidget* parent)
     layout->setSpacing(0);
     layout->addWidget(summary_);
     layout->addWidget(headline_);
+    layout->addWidget(timeline_);
     auto* bannerBox = new QVBoxLayout;
     bannerBox->setContentsMargins(8, 6, 8, 0);
     bannerBox->addWidget(problems_);
@@ -120,6 +131,12 @@ MainWindow::MainWindow(QWidget* parent)
     setCentralWidget(central);
     addDockWidget(Qt::BottomDockWidgetArea, warningsDock_);
     warningsDock_->hide();
+    // The element view reads tensors from the bundles: only while its dock is open.
+    elementsDock_->setObjectName(QStringLiteral("elementsDock"));
+    elementsDock_->setWidget(elements_);
+    addDockWidget(Qt::BottomDockWidgetArea, elementsDock_);
+    elementsDock_->hide();
+    connect(timeline_, &PhaseTimeline::tensorActivated, this, &MainWindow::selectTensor);
 
     createStatusBar();
     localizeUi_ = new LocalizeUi({this, model_, tree_, drill_, headline_, statusBar()}, this);
@@ -235,6 +252,15 @@ void MainWindow::createMenus() {
     module->addAction(tr("&Reconnect"), localizeUi_->session(), &AgentSession::reconnect);
     view->addSeparator();
     view->addAction(warningsDock_->toggleViewAction());
+    auto* elements = elementsDock_->toggleViewAction();
+    elements->setObjectName(QStringLiteral("elementsViewAction"));
+    elements->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_E));
+    elements->setToolTip(tr("The selected tensor's worst elements and its error along a "
+                            "dimension (Ctrl+Shift+E)"));
+    view->addAction(elements);
+    view->addSeparator();
+    view->addAction(navigator_->backAction());
+    view->addAction(navigator_->forwardAction());
     auto* tree = tree_->treeView();
     tree->setContextMenuPolicy(Qt::ActionsContextMenu);
     tree->addAction(localizeUi_->localizeAction());
@@ -257,6 +283,14 @@ void MainWindow::createMenus() {
     toolbar->setMovable(false);
     toolbar->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
     toolbar->addAction(open);
+    toolbar->addSeparator();
+    // Back and Forward as icons only, as in a browser: the toolbar stays within 1280 px.
+    for (QAction* a : {navigator_->backAction(), navigator_->forwardAction()}) {
+        toolbar->addAction(a);
+        if (auto* button = qobject_cast<QToolButton*>(toolbar->widgetForAction(a))) {
+            button->setToolButtonStyle(Qt::ToolButtonIconOnly);
+        }
+    }
     toolbar->addSeparator();
     toolbar->addAction(tree_->firstDivergenceAction());
     toolbar->addAction(tree_->previousDivergentAction());
@@ -344,6 +378,8 @@ bool MainWindow::isLoading() const {
 void MainWindow::onLoadStarted() {
     provisional_.reset();
     model_->clear();
+    timeline_->clear();
+    elements_->setBundles(reference_, candidate_);
     drill_->showTensor(std::nullopt);
     problems_->clear();
     shownProblems_.clear();
@@ -475,6 +511,7 @@ void MainWindow::showResult(const std::shared_ptr<const DiffResult>& result) {
     }
     tree_->setSteps(model_->results().iterations(), model_->results().microBatches());
     tree_->refresh();
+    timeline_->setResult(result, HeatScale::spanning(result->summary.maxRatio));
     // Refused (a pair check's error) or nothing compared at all (no tensor in common): the
     // refusal alone, never "no divergence".
     if (pairRefusal(result->diagnostics) ||
@@ -526,6 +563,19 @@ void MainWindow::showStory(const DiffResult& result) {
     }
 }
 
+bool MainWindow::selectTensor(std::size_t tensor) {
+    const auto& results = model_->results();
+    if (tensor >= results.size()) {
+        return false;
+    }
+    const TensorId& id = results.tensor(tensor).id;
+    // The tensor's own iteration, in the column of its kind (as the story selects it).
+    tree_->setIteration(id.iteration);
+    const QString module = QString::fromStdString(id.module);
+    return tree_->selectModule(module,
+                               columnOfKind(id.kind).value_or(model_->divergentColumn(module)));
+}
+
 QAction* MainWindow::localizeAction() const {
     return localizeUi_->localizeAction();
 }
@@ -574,6 +624,7 @@ void MainWindow::updateVerdict() {
 
 void MainWindow::onCurrentTensorChanged(std::optional<std::size_t> tensor) {
     drill_->showTensor(tensor);
+    elements_->showTensor(tensor);
 }
 
 QString MainWindow::markdownReport() const {

@@ -42,6 +42,7 @@ ReplayComparisonPlot::ReplayComparisonPlot(QWidget* parent)
 }
 
 void ReplayComparisonPlot::setComparison(const QString& title, const std::vector<ReplayBar>& bars) {
+    title_ = title;
     QVector<double> ck, cv, rk, rv;
     QSharedPointer<QCPAxisTickerText> ticker(new QCPAxisTickerText);
     double lo = 0.01;

@@ -6,6 +6,7 @@
 #include <QVBoxLayout>
 #include <qcustomplot.h>
 
+#include <algorithm>
 #include <cmath>
 
 namespace ttrace::ui {
@@ -35,6 +36,7 @@ void ShardErrorPlot::setShards(const std::vector<ShardError>& shards, double tol
     QSharedPointer<QCPAxisTickerText> ticker(new QCPAxisTickerText);
     double lo = 0.01;
     double hi = 10.0;
+    beyond_.clear();
     for (std::size_t i = 0; i < shards.size(); ++i) {
         const auto& s = shards[i];
         double ratio = tolerance > 0.0 ? s.relError / tolerance : (s.relError > 0 ? HUGE_VAL : 0.0);
@@ -42,6 +44,9 @@ void ShardErrorPlot::setShards(const std::vector<ShardError>& shards, double tol
         ratio = std::isfinite(ratio) ? std::max(ratio, kScaleMinRatio) : 1e6;
         const double x = static_cast<double>(i);
         (bad ? dk : ck) << x;
+        if (bad) {
+            beyond_.push_back(s.rank);
+        }
         (bad ? dv : cv) << ratio;
         lo = std::min(lo, ratio);
         hi = std::max(hi, ratio);
@@ -54,6 +59,8 @@ void ShardErrorPlot::setShards(const std::vector<ShardError>& shards, double tol
     plot_->yAxis->setRange(std::pow(10.0, std::floor(std::log10(lo))),
                            std::pow(10.0, std::ceil(std::log10(hi * 1.5))));
     count_ = static_cast<int>(shards.size());
+    std::sort(beyond_.begin(), beyond_.end());
+    beyond_.erase(std::unique(beyond_.begin(), beyond_.end()), beyond_.end());
     setPlaceholder(plot_, shards.empty() ? tr("no per-rank data") : QString());
     plot_->replot(QCustomPlot::rpQueuedReplot);
 }

@@ -47,7 +47,8 @@ struct DiagnosisInput {
 };
 
 // Tests the candidate against each signature; returns those that explain the error, most
-// specific first. Empty when no signature fits (or the tensor is not divergent).
+// specific first. Empty when no signature fits. When the merged tensor agrees (it holds the
+// lowest rank's copy of replicated elements) only replicas that disagree are looked for.
 std::vector<ShapeSignature> diagnoseShape(const DiagnosisInput& input);
 
 } // namespace ttrace

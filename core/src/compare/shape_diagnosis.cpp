@@ -175,25 +175,72 @@ std::optional<ShapeSignature> slicePermutation(const std::vector<ErrorSlice>& sl
     return sig;
 }
 
-std::optional<ShapeSignature> replicasDisagree(const std::vector<ErrorSlice>& slices,
-                                               const Bound& bound) {
-    std::map<std::pair<std::int64_t, std::size_t>, std::vector<const ErrorSlice*>> groups;
-    for (const auto& s : slices) {
-        if (!s.partial) {
-            groups[{s.firstGlobal, s.global.size()}].push_back(&s);
+// Replicas of one region grouped by value: each joins the first group whose first member it
+// agrees with (within the tolerance), so every replica is compared with the others, not only
+// with the lowest rank.
+struct ReplicaGroups {
+    std::vector<std::vector<const ErrorSlice*>> groups;
+    double apart = 0.0; // the largest relative difference between two groups' first members
+};
+
+ReplicaGroups groupReplicas(const std::vector<const ErrorSlice*>& members, const Bound& bound) {
+    ReplicaGroups out;
+    for (const auto* m : members) {
+        auto it = std::find_if(out.groups.begin(), out.groups.end(), [&](const auto& g) {
+            return relDiff(m->own, g.front()->own) <= bound.tolerance;
+        });
+        if (it == out.groups.end()) {
+            for (const auto& g : out.groups) {
+                out.apart = std::max(out.apart, relDiff(m->own, g.front()->own));
+            }
+            out.groups.push_back({m});
+        } else {
+            it->push_back(m);
         }
     }
+    return out;
+}
+
+std::string groupText(const std::vector<const ErrorSlice*>& group) {
+    std::vector<int> ranks;
+    for (const auto* m : group) {
+        ranks.push_back(m->rank);
+    }
+    return rankList(ranks);
+}
+
+// Copies of the same elements that differ between ranks. The ranks named are those whose own
+// copy is wrong against the reference (what the per-rank plot shows beyond its tolerance line),
+// each with its relative difference; the evidence says how the copies group and how far apart
+// the groups are, as a relative difference (never a bare "differ by 1").
+std::optional<ShapeSignature> replicasDisagree(const std::vector<ErrorSlice>& slices,
+                                               const DiagnosisInput& in, const Bound& bound) {
+    std::map<std::pair<std::int64_t, std::size_t>, std::vector<const ErrorSlice*>> regions;
+    for (const auto& s : slices) {
+        if (!s.partial) {
+            regions[{s.firstGlobal, s.global.size()}].push_back(&s);
+        }
+    }
+    std::map<int, double> wrong; // rank -> its copy's relative difference to the reference
     std::set<int> apart;
-    std::string evidence;
-    for (const auto& [key, members] : groups) {
-        for (std::size_t m = 1; m < members.size(); ++m) {
-            const double d = relDiff(members[m]->own, members.front()->own);
-            if (d > bound.tolerance) {
-                apart.insert(members.front()->rank);
-                apart.insert(members[m]->rank);
-                evidence += (evidence.empty() ? "" : "; ") + std::string("ranks ") +
-                            std::to_string(members.front()->rank) + " and " +
-                            std::to_string(members[m]->rank) + " differ by " + formatFactor(d);
+    std::string between;
+    for (const auto& [key, members] : regions) {
+        const auto grouped = groupReplicas(members, bound);
+        if (grouped.groups.size() < 2) {
+            continue;
+        }
+        std::string groups;
+        for (const auto& g : grouped.groups) {
+            groups += (groups.empty() ? "" : " | ") + groupText(g);
+        }
+        between += (between.empty() ? "" : "; ") + std::string("copies group as ") + groups +
+                   ", groups apart by a relative difference of up to " +
+                   formatFactor(grouped.apart);
+        for (const auto* m : members) {
+            apart.insert(m->rank);
+            const double e = relDiff(m->own, gather(in.reference.values, m->global));
+            if (e > bound.tolerance) {
+                wrong[m->rank] = std::max(wrong[m->rank], e);
             }
         }
     }
@@ -202,9 +249,20 @@ std::optional<ShapeSignature> replicasDisagree(const std::vector<ErrorSlice>& sl
     }
     ShapeSignature sig;
     sig.kind = SignatureKind::ReplicasDisagree;
-    sig.ranks.assign(apart.begin(), apart.end());
-    sig.summary = "replicas disagree across " + rankList(sig.ranks);
-    sig.evidence = evidence;
+    std::string perRank;
+    for (const auto& [rank, e] : wrong) {
+        sig.ranks.push_back(rank);
+        perRank += (perRank.empty() ? "" : ", ") + std::string("rank ") + std::to_string(rank) +
+                   " " + formatFactor(e);
+    }
+    if (sig.ranks.empty()) {
+        sig.ranks.assign(apart.begin(), apart.end()); // apart, yet each within the tolerance
+        sig.summary = "replicas disagree across " + rankList(sig.ranks);
+    } else {
+        sig.summary = "replicas disagree; wrong against the reference: " + rankList(sig.ranks);
+        between = "relative difference to the reference: " + perRank + "; " + between;
+    }
+    sig.evidence = between;
     return sig;
 }
 
@@ -229,19 +287,25 @@ std::vector<ShapeSignature> diagnoseShape(const DiagnosisInput& in) {
     const auto& ref = in.reference.values;
     const auto& cand = in.candidate.values;
     const double error = relDiff(cand, ref);
-    if (ref.size() != cand.size() || ref.empty() || !std::isfinite(error) ||
-        error <= in.tolerance) {
+    if (ref.size() != cand.size() || ref.empty() || !std::isfinite(error)) {
         return {};
     }
     const Bound bound{in.tolerance, error};
     const auto slices = errorSlices(in.candidate);
+    if (error <= in.tolerance) {
+        // The merged tensor (the lowest rank's copy) agrees; a divergent tensor then diverges
+        // through another rank's replica, which only the replicas' own values can name.
+        auto replicas = replicasDisagree(slices, in, bound);
+        return replicas ? std::vector<ShapeSignature>{std::move(*replicas)}
+                        : std::vector<ShapeSignature>{};
+    }
     std::vector<ShapeSignature> out;
     auto add = [&out](std::optional<ShapeSignature> s) {
         if (s) {
             out.push_back(std::move(*s));
         }
     };
-    add(replicasDisagree(slices, bound));
+    add(replicasDisagree(slices, in, bound));
     add(constantFactor(in, bound));
     if (out.empty() || out.front().kind == SignatureKind::ReplicasDisagree) {
         add(sliceFactors(slices, in, bound));

@@ -2,6 +2,7 @@
 
 #include "ttrace/report_markdown.h"
 
+#include <algorithm>
 #include <sstream>
 
 namespace ttrace::replay {
@@ -69,7 +70,7 @@ std::string localizeConclusion(const LocalizeResult& r) {
                (grad ? "the gradient the schedule feeds backward (its loss scaling)"
                      : "the input the job feeds forward (its data)");
     }
-    if (!r.start) {
+    if (!r.start && r.verdicts.empty()) {
         return "nothing diverges";
     }
     if (r.undetermined()) {
@@ -88,6 +89,15 @@ std::string localizeConclusion(const LocalizeResult& r) {
     }
     if (r.enteredUnreplayed()) {
         return unreplayedEntry(*r.start);
+    }
+    // Named modules (no walk): say which could not be judged rather than "every module agrees".
+    const auto unjudged = std::count_if(r.verdicts.begin(), r.verdicts.end(), [](const auto& v) {
+        return v.verdict == Verdict::NotReplayable;
+    });
+    if (unjudged > 0) {
+        return "nothing introduced among the replayed modules: each agrees given the "
+               "reference's inputs; " +
+               std::to_string(unjudged) + " named module(s) could not be replayed";
     }
     return "nothing introduced: every replayed module agrees given the reference's inputs";
 }

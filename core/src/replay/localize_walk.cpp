@@ -254,18 +254,50 @@ LocalizeResult walkDivergence(const DiffResult& diff, const JudgeFn& judge,
     return result;
 }
 
+bool reductionBlamed(const DiffResult& diff, const std::string& module, std::int64_t iteration) {
+    bool mainGradDiverges = false;
+    bool paramGradsAgree = false;
+    for (const auto& t : diff.tensors) {
+        if (t.id.module != module || t.id.iteration != iteration) {
+            continue;
+        }
+        if (t.id.kind == TensorKind::MainGrad && t.status == Status::Divergent) {
+            mainGradDiverges = true;
+        } else if (t.id.kind == TensorKind::ParamGrad) {
+            if (t.status != Status::Clean) {
+                return false; // diverging (or uncompared) inputs: nothing proves the reduction
+            }
+            paramGradsAgree = true;
+        }
+    }
+    return mainGradDiverges && paramGradsAgree;
+}
+
 LocalizeResult judgeNamed(const std::vector<Suspect>& suspects, const JudgeFn& judge,
-                          const WalkCallbacks& callbacks) {
+                          const WalkCallbacks& callbacks, const DiffResult* diff) {
     const auto t0 = std::chrono::steady_clock::now();
     LocalizeResult result;
     Walker walker(judge, callbacks, result);
+    const auto blame = [&result](LocalizePhase phase, const std::string& module) {
+        if (!result.guiltyPhase || phase == LocalizePhase::Step) {
+            result.guiltyPhase = phase; // a wrong step outranks the reduction that fed it
+        }
+        result.guiltyParameters.push_back(module);
+    };
     for (const auto& s : suspects) {
         ModuleVerdict v;
         if (!walker.judge(s, 0, v)) {
             break;
         }
-        if (v.verdict == Verdict::Introduced) {
-            result.guilty.push_back(s.module);
+        if (!isOptimizerPhase(s.phase)) {
+            if (v.verdict == Verdict::Introduced) {
+                result.guilty.push_back(s.module);
+            }
+        } else if (v.verdict == Verdict::Introduced) {
+            blame(LocalizePhase::Step, s.module);
+        } else if (v.verdict == Verdict::Inherited && s.phase == LocalizePhase::Reduction && diff &&
+                   reductionBlamed(*diff, s.module, s.iteration)) {
+            blame(LocalizePhase::Reduction, s.module);
         }
     }
     result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -350,11 +350,14 @@ QVariant LayerTreeModel::nameData(const Node& node, int role) const {
                        .arg(qstr(originName(module->origin)));
         }
         if (const auto* v = localize_.verdict(node.name)) {
-            tip += QCoreApplication::translate("LayerTreeModel", "<br>replay: %1 (ratio %2)%3")
-                       .arg(localizeBadgeText(localize_.badge(node.name)), formatRatio(v->ratio),
-                            v->reason.empty()
-                                ? QString()
-                                : QStringLiteral(": ") + qstr(v->reason).toHtmlEscaped());
+            tip +=
+                QCoreApplication::translate("LayerTreeModel",
+                                            "<br>replay of iteration %4, %5: %1 (ratio %2)%3")
+                    .arg(localizeBadgeText(localize_.badge(node.name)), formatRatio(v->ratio),
+                         v->reason.empty() ? QString()
+                                           : QStringLiteral(": ") + qstr(v->reason).toHtmlEscaped())
+                    .arg(v->suspect.iteration)
+                    .arg(qstr(replay::localizePhaseName(v->suspect.phase)));
         }
         return tip;
     }

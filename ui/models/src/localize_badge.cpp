@@ -1,23 +1,27 @@
 #include "ttrace/ui/models/localize_badge.h"
 
+#include "ttrace/replay/localize_text.h"
+
 #include <QCoreApplication>
 
 namespace ttrace::ui {
 
 QString localizeBadgeText(LocalizeBadge badge) {
-    const auto tr = [](const char* text) {
-        return QCoreApplication::translate("LocalizeBadge", text);
+    using replay::ModuleFinding;
+    // The words `ttrace localize` uses (the core's), so the tree and the CLI agree.
+    const auto core = [](ModuleFinding f) {
+        return QString::fromUtf8(replay::moduleFindingText(f).data());
     };
     switch (badge) {
     case LocalizeBadge::None: return {};
-    case LocalizeBadge::Replaying: return tr("replaying…");
-    case LocalizeBadge::IntroducedHere: return tr("introduced here");
-    case LocalizeBadge::IntroducedBelow: return tr("introduced below");
-    case LocalizeBadge::Inherited: return tr("inherited");
-    case LocalizeBadge::NotReplayable: return tr("not replayable");
-    // Short: the pill sits beside the module name in the tree; the tooltip says the rest.
-    case LocalizeBadge::ReductionGuilty: return tr("grad reduction");
-    case LocalizeBadge::StepGuilty: return tr("optimizer step");
+    case LocalizeBadge::Replaying:
+        return QCoreApplication::translate("LocalizeBadge", "replaying…");
+    case LocalizeBadge::IntroducedHere: return core(ModuleFinding::IntroducedHere);
+    case LocalizeBadge::IntroducedBelow: return core(ModuleFinding::IntroducedBelow);
+    case LocalizeBadge::Inherited: return core(ModuleFinding::Inherited);
+    case LocalizeBadge::NotReplayable: return core(ModuleFinding::NotReplayable);
+    case LocalizeBadge::ReductionGuilty: return core(ModuleFinding::ReductionGuilty);
+    case LocalizeBadge::StepGuilty: return core(ModuleFinding::StepGuilty);
     }
     return {};
 }

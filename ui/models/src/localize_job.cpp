@@ -53,7 +53,8 @@ LocalizeResult runLocalize(AgentClient& client, const AgentInfo& agent,
     walk.onVerdict = callbacks.verdict;
     walk.cancelled = [cancel] { return cancel.cancelled(); };
     if (!request.suspects.empty()) {
-        result = judgeNamed(request.suspects, judge, walk);
+        // With the diff: a reduction suspect is judged as the walk judges the reduction.
+        result = judgeNamed(request.suspects, judge, walk, request.diff.get());
     } else if (request.diff) {
         result = walkDivergence(*request.diff, judge, walk);
     }

@@ -52,9 +52,18 @@ struct WalkCallbacks {
 LocalizeResult walkDivergence(const DiffResult& diff, const JudgeFn& judge,
                               const WalkCallbacks& callbacks = {});
 
-// Judges the named modules alone (no diff): guilty are the introduced ones.
+// Judges the named modules alone: guilty are the introduced ones. A suspect of the gradient
+// reduction or the optimizer step is judged by a step replay of its parameters, fed the
+// reference's main grads, and worded as the walk words the whole step: still diverging, the
+// optimizer step is guilty; agreeing, the gradient reduction is guilty when `diff` shows the
+// module's main grad diverging while every param grad it reduced agrees (without a diff, or
+// with diverging param grads, the module merely inherited the divergence).
 LocalizeResult judgeNamed(const std::vector<Suspect>& suspects, const JudgeFn& judge,
-                          const WalkCallbacks& callbacks = {});
+                          const WalkCallbacks& callbacks = {}, const DiffResult* diff = nullptr);
+
+// Whether `diff` blames the gradient reduction for `module`'s main grad at `iteration`: it
+// diverges while the param grads it reduced were compared and agree.
+bool reductionBlamed(const DiffResult& diff, const std::string& module, std::int64_t iteration);
 
 // Thrown by a judge to stop the walk (agent unreachable, timeouts, bad replies): the walk
 // records it in LocalizeResult::problems and returns what it has.

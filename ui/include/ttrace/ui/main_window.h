@@ -12,6 +12,7 @@
 #include <memory>
 
 class QAction;
+class QDockWidget;
 class QLabel;
 class QMenu;
 class QProgressBar;
@@ -20,11 +21,14 @@ class QPushButton;
 namespace ttrace::ui {
 
 class DrillDownPane;
+class ElementView;
 class HeadlineBar;
 class LayerTreeModel;
 class LayerTreePane;
 class LoadController;
 class LocalizeUi;
+class PhaseTimeline;
+class SelectionNavigator;
 class ProblemsBanner;
 class RunSummaryBar;
 class StartupLocalize;
@@ -51,6 +55,13 @@ public:
     [[nodiscard]] WarningsModel* warningsModel() const { return warnings_; }
     [[nodiscard]] WarningsDock* warningsDock() const { return warningsDock_; }
     [[nodiscard]] LocalizeUi* localizeUi() const { return localizeUi_; }
+    [[nodiscard]] PhaseTimeline* phaseTimeline() const { return timeline_; }
+    [[nodiscard]] SelectionNavigator* navigator() const { return navigator_; }
+    [[nodiscard]] ElementView* elementView() const { return elements_; }
+    [[nodiscard]] QDockWidget* elementsDock() const { return elementsDock_; }
+    // Selects a tensor of the shown result: its iteration in the step filter, its module's cell
+    // in the column of its kind. False when there is no such tensor or module.
+    bool selectTensor(std::size_t tensor);
 
     // After the next comparison finishes, localize `what` (a module name, or "all" for the walk
     // from the first divergence) once the agent is connected; storyReady follows its end.
@@ -120,6 +131,10 @@ private:
     WarningsModel* warnings_;
     WarningsDock* warningsDock_;
     LocalizeUi* localizeUi_ = nullptr;
+    PhaseTimeline* timeline_;
+    SelectionNavigator* navigator_;
+    ElementView* elements_;
+    QDockWidget* elementsDock_;
     StartupLocalize* startup_ = nullptr;
     QMenu* recentMenu_ = nullptr;
     RecentBundles recent_;

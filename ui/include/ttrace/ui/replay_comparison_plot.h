@@ -22,6 +22,8 @@ public:
     // `title` names the verdict ("layers.1.mlp.linear_fc1: introduced here").
     void setComparison(const QString& title, const std::vector<ReplayBar>& bars);
     [[nodiscard]] int barCount() const { return count_; }
+    // The title last set (the verdict, the replay's iteration and phase).
+    [[nodiscard]] QString title() const { return title_; }
     void replotNow();
 
 private:
@@ -29,6 +31,7 @@ private:
     QCPBars* captured_;
     QCPBars* replayed_;
     int count_ = 0;
+    QString title_;
 };
 
 } // namespace ttrace::ui

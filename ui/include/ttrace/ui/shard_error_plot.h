@@ -18,6 +18,9 @@ public:
     // Shows `shards` scaled by `tolerance`; an empty list clears the plot.
     void setShards(const std::vector<ShardError>& shards, double tolerance);
     [[nodiscard]] int barCount() const { return count_; }
+    // The ranks drawn beyond the tolerance line, in rank order (what the headline's per-rank
+    // statement must agree with).
+    [[nodiscard]] std::vector<int> ranksBeyondTolerance() const { return beyond_; }
     void replotNow();
 
 private:
@@ -25,6 +28,7 @@ private:
     QCPBars* clean_;
     QCPBars* divergent_;
     int count_ = 0;
+    std::vector<int> beyond_;
 };
 
 } // namespace ttrace::ui

@@ -1,0 +1,75 @@
+#include "ttrace/replay/localize_text.h"
+
+#include "ttrace/replay/localize_report.h"
+
+#include <algorithm>
+
+namespace ttrace::replay {
+namespace {
+
+bool isBelow(const std::string& module, const std::string& ancestor) {
+    return module.size() > ancestor.size() + 1 && module.starts_with(ancestor) &&
+           module[ancestor.size()] == '.';
+}
+
+bool contains(const std::vector<std::string>& names, const std::string& name) {
+    return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+} // namespace
+
+std::string_view moduleFindingText(ModuleFinding finding) {
+    switch (finding) {
+    case ModuleFinding::None: return "";
+    case ModuleFinding::IntroducedHere: return "introduced here";
+    case ModuleFinding::IntroducedBelow: return "introduced below";
+    case ModuleFinding::Inherited: return "inherited";
+    case ModuleFinding::NotReplayable: return "not replayable";
+    case ModuleFinding::ReductionGuilty: return "introduced in gradient reduction";
+    case ModuleFinding::StepGuilty: return "introduced in optimizer step";
+    }
+    return "";
+}
+
+ModuleFinding findingOf(const ModuleVerdict& v) {
+    const bool optimizer =
+        v.suspect.phase == LocalizePhase::Step || v.suspect.phase == LocalizePhase::Reduction;
+    switch (v.verdict) {
+    case Verdict::NotReplayable: return ModuleFinding::NotReplayable;
+    case Verdict::Introduced:
+        // A step replay fed the reference's main grads still diverges: the step is wrong.
+        return optimizer ? ModuleFinding::StepGuilty : ModuleFinding::IntroducedHere;
+    case Verdict::Inherited: return ModuleFinding::Inherited;
+    }
+    return ModuleFinding::None;
+}
+
+ModuleFinding findingIn(const LocalizeResult& r, const std::string& module) {
+    if (r.guiltyPhase && contains(r.guiltyParameters, module)) {
+        return *r.guiltyPhase == LocalizePhase::Reduction ? ModuleFinding::ReductionGuilty
+                                                          : ModuleFinding::StepGuilty;
+    }
+    const auto it =
+        std::find_if(r.verdicts.rbegin(), r.verdicts.rend(),
+                     [&](const ModuleVerdict& v) { return v.suspect.module == module; });
+    if (it == r.verdicts.rend()) {
+        return ModuleFinding::None;
+    }
+    const ModuleFinding own = findingOf(*it);
+    if (own == ModuleFinding::IntroducedHere &&
+        std::any_of(r.guilty.begin(), r.guilty.end(),
+                    [&](const std::string& g) { return isBelow(g, module); })) {
+        return ModuleFinding::IntroducedBelow;
+    }
+    return own;
+}
+
+std::string localizeVerdictLine(const LocalizeResult& r) {
+    const char* prefix = r.introduced()          ? "INTRODUCED: "
+                         : r.undetermined()      ? "UNDETERMINED: "
+                         : r.enteredUnreplayed() ? "DIVERGENT: "
+                                                 : "";
+    return prefix + localizeConclusion(r);
+}
+
+} // namespace ttrace::replay
