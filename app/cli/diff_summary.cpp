@@ -154,6 +154,9 @@ void printDiffSummary(std::ostream& out, const DiffResult& r, std::size_t worstR
         << (s.structural ? " (" + std::to_string(s.structural) + " structural)" : "") << ", "
         << s.missing << " missing, " << s.invalid << " invalid\n";
     out << "max ratio  " << formatNumber(s.maxRatio) << " (error / tolerance; above 1 is a bug)\n";
+    if (const auto provisional = provisionalVerdictText(r); !provisional.empty()) {
+        out << provisional << "\n";
+    }
     if (!s.gradientConvention.empty()) {
         out << "gradients  " << s.gradientConvention << "\n";
     }

@@ -147,7 +147,7 @@ void carryStateTerms(const std::vector<TensorId>& ids, std::size_t begin, std::s
 
 ComparisonContext contextFor(const Bundle& reference, const Bundle& candidate,
                              const DiffOptions& options) {
-    ComparisonContext ctx{reference, candidate, options.tolerance, {}, 0, {}, {}, {}, false};
+    ComparisonContext ctx{reference, candidate, options.tolerance, {}, 0, {}, {}, {}, false, {}};
     for (const auto& v : reference.manifest().variants) {
         if (v != "nominal") {
             ctx.perturbedVariants.push_back(v);
@@ -158,6 +158,8 @@ ComparisonContext contextFor(const Bundle& reference, const Bundle& candidate,
     }
     ctx.bothSides = moduleCallsOnBothSides(reference, candidate);
     ctx.shardedOptimizer = shardsOptimizerState(candidate);
+    ctx.reductions =
+        std::make_shared<const ReductionPaths>(ReductionPaths::build(reference, candidate));
     return ctx;
 }
 

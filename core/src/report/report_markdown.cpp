@@ -1,6 +1,7 @@
 #include "ttrace/report_markdown.h"
 
 #include "ttrace/verdict.h"
+#include "ttrace/verdict_text.h"
 
 #include <cmath>
 #include <cstdio>
@@ -166,6 +167,9 @@ std::string diffResultToMarkdown(const DiffResult& r, const MarkdownOptions& opt
         md << "| convention mismatch | " << cell(r.convention->toString()) << " |\n";
     }
     md << "| max ratio (error / tolerance) | " << formatNumber(s.maxRatio) << " |\n";
+    if (const auto provisional = provisionalVerdictText(r); !provisional.empty()) {
+        md << "| provisional | " << cell(provisional) << " |\n";
+    }
     md << "| first divergence, forward | "
        << (r.firstForwardDivergence ? "`" + *r.firstForwardDivergence + "`" : "none") << " |\n";
     md << "| first divergence, backward | "
