@@ -34,14 +34,20 @@ public:
     // Why the analytic bound of `id` is only provisional: what the optimizer step writes, and
     // everything of a later step (docs/tolerance.md, "Where the analytic bound is provisional").
     [[nodiscard]] Provisional provisionalOf(const TensorId& id) const;
+    // The leaves whose parameters `id` is computed from: those run before it (forward), every
+    // one (gradients: the loss depends on the whole forward). Empty for an unknown module.
+    [[nodiscard]] std::vector<std::string> parameterLeaves(const TensorId& id) const;
+    // Names of the parameters the reference holds of `leaf` at its first step.
+    [[nodiscard]] const std::vector<std::string>& parametersOf(const std::string& leaf) const;
 
     struct Leaf {
         std::string name;
         int order = 0;
-        double forward = 0.0;   // reduction length of its forward
-        double backward = 0.0;  // reduction length of its input gradient
-        double tokens = 1.0;    // rows its weight gradient sums over, per micro-batch
-        double roundings = 1.0; // its output's rounding plus one per partial sum
+        double forward = 0.0;                // reduction length of its forward
+        double backward = 0.0;               // reduction length of its input gradient
+        double tokens = 1.0;                 // rows its weight gradient sums over, per micro-batch
+        double roundings = 1.0;              // its output's rounding plus one per partial sum
+        std::vector<std::string> parameters; // names of its captured parameters
     };
 
 private:

@@ -58,6 +58,9 @@ struct Tolerance {
     double reductionLength = 0.0;
     double storageRoundings = 0.0;
     Provisional provisional = Provisional::None;
+    // A later step without variants: the measured relative errors of the parameters on the
+    // path, added to the value (compare/carried_state.h).
+    double carriedParameterError = 0.0;
 };
 
 // Constants of docs/tolerance.md (each is justified there).

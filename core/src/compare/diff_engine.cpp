@@ -1,6 +1,7 @@
 #include "ttrace/diff_engine.h"
 #include "ttrace/diff_parts.h"
 
+#include "compare/carried_state.h"
 #include "compare/convention_check.h"
 #include "compare/optimizer_conditioning.h"
 #include "compare/pair_checks.h"
@@ -244,6 +245,7 @@ DiffResult finishDiff(const Bundle& reference, const Bundle& candidate, const Di
     if (const auto& c = candidate.manifest().gradientConvention) {
         s.gradientConvention = c->toString();
     }
+    judgeCarriedState(result, ReductionPaths::build(reference, candidate));
     judgeConventionFactor(result, candidate.manifest());
     assembleVerdicts(result, reference.manifest().modules);
     // Stored only if no file changed while it was compared: the key is taken again (cheap:

@@ -67,11 +67,16 @@ bool isBias(const std::string& name) {
 // attention kernel, a loss) is taken to reduce along its input's last dimension and along its
 // longest one, the reductions such ops make (features; sequence).
 ReductionPaths::Leaf leafFrom(const ModuleInfo& info, const ModuleShapes& s) {
-    ReductionPaths::Leaf leaf{info.name, info.order};
+    ReductionPaths::Leaf leaf;
+    leaf.name = info.name;
+    leaf.order = info.order;
     if (s.input && !s.input->empty()) {
         leaf.tokens = std::max(1.0, product(*s.input, 0) / static_cast<double>(s.input->back()));
     }
     leaf.roundings = 1.0 + s.partialSums;
+    for (const auto& [name, shape] : s.parameters) {
+        leaf.parameters.push_back(name);
+    }
     if (info.type.find("Embedding") != std::string::npos) {
         return leaf;
     }
@@ -137,6 +142,36 @@ std::vector<std::size_t> ReductionPaths::leavesOf(const std::string& name) const
         }
     }
     return out;
+}
+
+std::vector<std::string> ReductionPaths::parameterLeaves(const TensorId& id) const {
+    const auto own = leavesOf(id.module);
+    std::vector<std::string> out;
+    if (own.empty()) {
+        return out;
+    }
+    std::size_t end = leaves_.size();
+    if (id.kind == TensorKind::ForwardInput) {
+        end = own.front();
+    } else if (id.kind == TensorKind::ForwardOutput) {
+        end = own.back() + 1;
+    }
+    for (std::size_t i = 0; i < end; ++i) {
+        if (!leaves_[i].parameters.empty()) {
+            out.push_back(leaves_[i].name);
+        }
+    }
+    return out;
+}
+
+const std::vector<std::string>& ReductionPaths::parametersOf(const std::string& leaf) const {
+    static const std::vector<std::string> none;
+    for (const auto& l : leaves_) {
+        if (l.name == leaf) {
+            return l.parameters;
+        }
+    }
+    return none;
 }
 
 Provisional ReductionPaths::provisionalOf(const TensorId& id) const {

@@ -219,6 +219,7 @@ json toJson(const TensorResult& t) {
           {"eps", tol.eps},
           {"reduction_length", num(tol.reductionLength)},
           {"storage_roundings", num(tol.storageRoundings)},
+          {"carried_parameter_error", num(tol.carriedParameterError)},
           {"conditioning", num(t.conditioning.relative)}}},
         {"conditioned_error", num(t.conditioning.conditionedError)},
         {"ill_conditioned_elements", t.conditioning.illConditioned},
@@ -302,6 +303,7 @@ TensorResult tensorFrom(const json& j) {
     t.tolerance.eps = tol.at("eps");
     t.tolerance.reductionLength = tol.value("reduction_length", 0.0);
     t.tolerance.storageRoundings = tol.value("storage_roundings", 0.0);
+    t.tolerance.carriedParameterError = tol.value("carried_parameter_error", 0.0);
     t.tolerance.provisional = readProvisional(j);
     readConditioning(j, t);
     const auto& h = j.at("histogram");
