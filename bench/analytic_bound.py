@@ -30,15 +30,22 @@ VARIANTS = {"variants": 2, "analytic": 0}
 class References:
     """One reference per (model flags, precision, seed, variant count), captured on first use."""
 
-    def __init__(self, work: Path, seed: int) -> None:
-        self.work, self.seed, self.refs = work, seed, {}
+    def __init__(self, work: Path, seed: int, reuse: bool) -> None:
+        self.work, self.seed, self.reuse, self.refs = work, seed, reuse, {}
 
     def get(self, cfg: Config, precision: str, variants: int) -> Path:
         key = (cfg.shared, precision, variants)
         if key not in self.refs:
             out = self.work / f"ref-{len(self.refs)}-p{variants}"
-            self.refs[key] = run_reference(out, cfg, precision, self.seed, variants)
+            if not (self.reuse and (out / "manifest.json").is_file()):
+                run_reference(out, cfg, precision, self.seed, variants)
+            self.refs[key] = out
         return self.refs[key]
+
+    def candidate(self, out: Path, cfg: Config, precision: str, ref: Path, *extra: str) -> Path:
+        if not (self.reuse and (out / "manifest.json").is_file()):
+            run_candidate(out, cfg, precision, self.seed, *extra, ref=ref)
+        return out
 
 
 def judge_pair(refs: References, cfg: Config, precision: str, cand: Path) -> dict[str, Verdict]:
@@ -57,7 +64,7 @@ def provisional(v: Verdict) -> str:
 def correct_row(refs: References, name: str, precision: str, work: Path) -> str:
     cfg = CONFIGS[name]
     ref = refs.get(cfg, precision, VARIANTS["variants"])
-    cand = run_candidate(work / f"ok-{name}-{precision}", cfg, precision, refs.seed, ref=ref)
+    cand = refs.candidate(work / f"ok-{name}-{precision}", cfg, precision, ref)
     v = judge_pair(refs, cfg, precision, cand)
     e, a = v["variants"], v["analytic"]
     return (
@@ -70,9 +77,7 @@ def bug_row(refs: References, bug: str, precision: str, work: Path) -> str:
     spec = next(s for s in SPECS if s.bug == bug)
     cfg = CONFIGS[spec.config]
     ref = refs.get(cfg, precision, VARIANTS["variants"])
-    cand = run_candidate(
-        work / f"bug-{bug}-{precision}", cfg, precision, refs.seed, "--inject", bug, ref=ref
-    )
+    cand = refs.candidate(work / f"bug-{bug}-{precision}", cfg, precision, ref, "--inject", bug)
     v = judge_pair(refs, cfg, precision, cand)
 
     def cell(x: Verdict) -> str:
@@ -92,6 +97,9 @@ def main(argv: list[str] | None = None) -> int:
     a.add_argument("--seed", type=int, default=1234)
     a.add_argument("--out", type=Path, default=None, help="keep bundles here")
     a.add_argument("--markdown", type=Path, default=Path("analytic-bound.md"))
+    a.add_argument(
+        "--reuse", action="store_true", help="judge bundles already under --out again (no capture)"
+    )
     a.add_argument("--layers", type=int, default=0, help="model depth (default: zoo_lib's 2)")
     args = a.parse_args(argv)
     if args.layers:  # the last --layers wins, so this overrides zoo_lib's small default
@@ -100,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
             CONFIGS[name] = dataclasses.replace(cfg, shared=(*cfg.shared, *depth))
     work = args.out or Path(tempfile.mkdtemp(prefix="analytic-bound-"))
     work.mkdir(parents=True, exist_ok=True)
-    refs = References(work, args.seed)
+    refs = References(work, args.seed, args.reuse)
     precisions = args.precisions.split(",")
     lines = [
         "| layout | precision | compared | divergent (variants) | max ratio (variants) "
