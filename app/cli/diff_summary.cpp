@@ -86,7 +86,7 @@ void printWorst(std::ostream& out, const DiffResult& r, std::size_t rows) {
         << "tensor\n";
     for (const auto i : worst) {
         const auto& t = r.tensors[i];
-        out << "  " << std::left << std::setw(10) << statusName(t.status) << std::right
+        out << "  " << std::left << std::setw(10) << tensorVerdictName(t) << std::right
             << std::setw(10) << formatNumber(t.ratio) << std::setw(11)
             << formatNumber(t.metrics.relError) << std::setw(11) << formatNumber(t.tolerance.value)
             << "  " << std::left << std::setw(10) << t.tolerance.source << t.id.label() << "\n";

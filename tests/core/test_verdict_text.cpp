@@ -120,6 +120,8 @@ private slots:
                          std::string::npos,
                  text.c_str());
         QCOMPARE(verdictCaveat(r), text); // the explorer's caveat line
+        QCOMPARE(tensorVerdictName(r.tensors[1]), std::string_view("provisional"));
+        QCOMPARE(tensorVerdictName(r.tensors[0]), std::string_view("clean"));
         // A confident divergence stays one, with the provisional count beside it.
         r.tensors[0].ratio = 40.0;
         r.tensors[0].status = tensorVerdict(40.0, r.tensors[0].tolerance);

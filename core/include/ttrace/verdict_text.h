@@ -45,6 +45,10 @@ std::string incompleteVerdictText(const DiffResult& result);
 // with perturbed variants to judge them." Empty when no tensor is provisional.
 std::string provisionalVerdictText(const DiffResult& result);
 
+// A tensor's verdict in one word for tables: "provisional" when its bound is provisional
+// (whatever its ratio), else its status's name.
+std::string_view tensorVerdictName(const TensorResult& tensor);
+
 // What qualifies the verdict, for a front end's one caveat line: the incomplete verdict's
 // text, then the provisional one, joined.
 std::string verdictCaveat(const DiffResult& result);

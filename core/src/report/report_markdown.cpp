@@ -83,7 +83,7 @@ void appendInvalid(std::ostringstream& md, const DiffResult& r) {
             md << "\n## Invalid or missing tensors\n\n| tensor | status | why |\n|---|---|---|\n";
             any = true;
         }
-        md << "| `" << cell(t.id.label()) << "` | " << statusName(t.status) << " | "
+        md << "| `" << cell(t.id.label()) << "` | " << tensorVerdictName(t) << " | "
            << cell(t.invalid.toString()) << " |\n";
     }
 }
@@ -199,7 +199,7 @@ std::string diffResultToMarkdown(const DiffResult& r, const MarkdownOptions& opt
           "|\n|---|---|---:|---:|---:|---|---|\n";
     for (const auto i : worstTensors(r, options.worstTensors)) {
         const auto& t = r.tensors[i];
-        md << "| `" << cell(t.id.label()) << "` | " << statusName(t.status)
+        md << "| `" << cell(t.id.label()) << "` | " << tensorVerdictName(t)
            << (t.signatures.empty() ? "" : " (" + cell(t.signatures.front().summary) + ")") << " | "
            << formatNumber(t.metrics.relError) << " | " << formatNumber(t.tolerance.value) << " | "
            << formatNumber(t.ratio) << " | " << t.tolerance.source << " | " << cell(t.placement)

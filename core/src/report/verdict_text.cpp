@@ -98,6 +98,10 @@ std::string provisionalVerdictText(const DiffResult& r) {
                   "judge them.";
 }
 
+std::string_view tensorVerdictName(const TensorResult& t) {
+    return t.tolerance.provisional == Provisional::None ? statusName(t.status) : "provisional";
+}
+
 std::string verdictCaveat(const DiffResult& r) {
     const auto incomplete = incompleteVerdictText(r);
     const auto provisional = provisionalVerdictText(r);
