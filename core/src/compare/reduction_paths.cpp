@@ -78,6 +78,8 @@ ReductionPaths::Leaf leafFrom(const ModuleInfo& info, const ModuleShapes& s) {
         leaf.parameters.push_back(name);
     }
     if (info.type.find("Embedding") != std::string::npos) {
+        // Its input is token ids: every one is a row its weight gradient may sum over.
+        leaf.tokens = s.input ? std::max(1.0, product(*s.input, 0)) : 1.0;
         return leaf;
     }
     for (const auto& [name, shape] : s.parameters) {
