@@ -86,7 +86,7 @@ void printWorst(std::ostream& out, const DiffResult& r, std::size_t rows) {
         << "tensor\n";
     for (const auto i : worst) {
         const auto& t = r.tensors[i];
-        out << "  " << std::left << std::setw(10) << statusName(t.status) << std::right
+        out << "  " << std::left << std::setw(10) << tensorVerdictName(t) << std::right
             << std::setw(10) << formatNumber(t.ratio) << std::setw(11)
             << formatNumber(t.metrics.relError) << std::setw(11) << formatNumber(t.tolerance.value)
             << "  " << std::left << std::setw(10) << t.tolerance.source << t.id.label() << "\n";
@@ -157,6 +157,9 @@ void printDiffSummary(std::ostream& out, const DiffResult& r, std::size_t worstR
         << s.missing << " missing, " << s.invalid << " invalid, " << s.unresolved
         << " unresolved\n";
     out << "max ratio  " << formatNumber(s.maxRatio) << " (error / tolerance; above 1 is a bug)\n";
+    if (const auto provisional = provisionalVerdictText(r); !provisional.empty()) {
+        out << provisional << "\n";
+    }
     if (!s.gradientConvention.empty()) {
         out << "gradients  " << s.gradientConvention << "\n";
     }

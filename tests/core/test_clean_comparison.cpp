@@ -62,7 +62,7 @@ PairCount comparePaths(const fs::path& pair) {
         return count;
     }
     const ToleranceSettings settings;
-    ComparisonContext ctx{*ref.bundle, *cand.bundle, settings, {}, 0, {}, {}, {}, false};
+    ComparisonContext ctx{*ref.bundle, *cand.bundle, settings, {}, 0, {}, {}, {}, false, {}};
     for (const auto& v : ref.bundle->manifest().variants) {
         if (v != "nominal") {
             ctx.perturbedVariants.push_back(v);

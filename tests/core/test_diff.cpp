@@ -93,11 +93,27 @@ private slots:
         qInfo("clean demo: %zu tensors, max ratio %g", r.summary.compared, r.summary.maxRatio);
         // The promise: no false alarm, with margin.
         QVERIFY(r.summary.maxRatio <= 1.0);
+        // The analytic bound beside it (docs/tolerance.md, "Analytic bound"), from the reduction
+        // paths of the real demo bundles: a gradient's path holds the whole forward, so it is
+        // longer than the forward output of the last module; a seeded parameter has none.
+        double lastForward = 0.0, shortestGradient = 1e300;
         for (const auto& t : r.tensors) {
             if (t.tolerance.source != "empirical") {
                 QFAIL(("expected empirical tolerance for " + t.id.label()).c_str());
             }
+            QCOMPARE(t.tolerance.provisional, Provisional::None);
+            QVERIFY(t.tolerance.analytic >= kMinEpsMultiple * t.tolerance.eps);
+            const double len = t.tolerance.reductionLength;
+            if (t.id.kind == TensorKind::ForwardOutput) {
+                lastForward = std::max(lastForward, len);
+            } else if (t.id.kind == TensorKind::InputGrad || t.id.kind == TensorKind::MainGrad) {
+                shortestGradient = std::min(shortestGradient, len);
+            } else if (t.id.kind == TensorKind::Parameter && t.id.iteration == 0) {
+                QCOMPARE(len, 0.0);
+            }
         }
+        QVERIFY2(lastForward > 0.0 && shortestGradient >= lastForward,
+                 (std::to_string(lastForward) + " " + std::to_string(shortestGradient)).c_str());
         QVERIFY(!r.firstForwardDivergence && !r.firstBackwardDivergence);
         QCOMPARE(r.modules.front().name, std::string("layers.0"));
     }

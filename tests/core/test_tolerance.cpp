@@ -50,6 +50,37 @@ private slots:
         QVERIFY(near(analyticTolerance(4.0, 1.03, 3, 0x1p-23), 4.0 * 1.092727 * 0x1p-23));
         QCOMPARE(analyticTolerance(4.0, 1.03, 0, 0x1p-7), 4.0 * 0x1p-7);
     }
+    void pathBoundIsFourSigmasOfTwoRunsRoundOff() {
+        // fp32: u = 2^-24 for storage and accumulation. 100 reduced terms and 4 roundings:
+        // 4 * sqrt(2 * (u^2 * 100 + u^2 * 4)) = 4 * u * sqrt(208).
+        const double u = 0x1p-24;
+        QVERIFY(near(pathTolerance(100.0, 4.0, u, u), 4.0 * u * std::sqrt(208.0)));
+        // At least one rounding: an exact path (a seeded parameter) keeps one storage ulp.
+        QVERIFY(near(pathTolerance(0.0, 0.0, u, u), 4.0 * u * std::sqrt(2.0)));
+        QCOMPARE(reductionRoundoff(DType::BFloat16), 0x1p-24); // 16-bit GEMMs accumulate in fp32
+        QCOMPARE(reductionRoundoff(DType::Float64), 0x1p-53);
+    }
+    void analyticFromAPathAndProvisionalWithoutVariants() {
+        auto in = input(TensorKind::InputGrad, DType::BFloat16);
+        in.precision = "bf16";
+        in.pathReductions = 400.0;
+        in.pathRoundings = 12.0;
+        in.provisional = Provisional::CarriedState;
+        const auto t = deriveTolerance({}, in);
+        QCOMPARE(t.source, std::string("analytic"));
+        QCOMPARE(t.reductionLength, 400.0);
+        QCOMPARE(t.storageRoundings, 12.0);
+        QVERIFY(near(t.value, pathTolerance(400.0, 12.0, 0x1p-24, 0x1p-8)));
+        QCOMPARE(t.provisional, Provisional::CarriedState);
+        // With a measured floor the empirical bound decides and nothing is provisional.
+        in.floor = NoiseFloor{1e-3, 1e-4, 2};
+        const auto e = deriveTolerance({}, in);
+        QCOMPARE(e.source, std::string("empirical"));
+        QCOMPARE(e.provisional, Provisional::None);
+        // Without a path the one-layer form stands (replays).
+        auto plain = input();
+        QVERIFY(near(deriveTolerance({}, plain).value, analyticTolerance(4.0, 1.03, 1, 0x1p-23)));
+    }
     void noiseFloorIsMeanAndSampleStd() {
         const std::vector<double> errors{1e-7, 3e-7};
         const auto f = noiseFloor(errors);

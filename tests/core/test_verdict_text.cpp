@@ -90,6 +90,56 @@ private slots:
                  std::string("DIVERGENT: 2 tensors diverge beyond round-off; every tensor was "
                              "valid"));
     }
+    void provisionalTensorsAreNeitherCleanNorDivergent() {
+        // A reference without perturbed variants: iteration 1 is judged by a provisional
+        // analytic bound. Its tensor over the bound is no divergence, and every text says so.
+        DiffResult r;
+        r.tensors = {
+            syntheticTensor("layer.fc2", TensorKind::ForwardOutput, 0.3),
+            syntheticTensor("layer.fc2", TensorKind::ForwardOutput, 2.5, 1),
+            syntheticTensor("head", TensorKind::ParamAfterStep, 0.5),
+        };
+        r.tensors[1].tolerance.provisional = Provisional::CarriedState;
+        r.tensors[1].status = tensorVerdict(2.5, r.tensors[1].tolerance);
+        r.tensors[2].tolerance.provisional = Provisional::OptimizerStep;
+        QCOMPARE(r.tensors[1].status, Status::Clean);
+        assembleVerdicts(r, modules());
+        QCOMPARE(r.summary.divergent, std::size_t{0});
+        QCOMPARE(r.summary.provisional, std::size_t{2});
+        QCOMPARE(r.summary.provisionalOverBound, std::size_t{1});
+        QCOMPARE(r.summary.provisionalMaxRatio, 2.5);
+        QCOMPARE(r.summary.maxRatio, 0.3); // only what is judged with confidence
+        // Over its provisional bound: neither clean nor divergent, the run is unresolved.
+        QCOMPARE(exitCodeFor(r), 3);
+        const auto line = verdictLine(r);
+        QVERIFY2(line.starts_with("UNRESOLVED: 1 provisional tensors exceed their analytic "
+                                  "bound") &&
+                     line.ends_with("2 tensors provisional (analytic bound only), 1 over it"),
+                 line.c_str());
+        const auto text = provisionalVerdictText(r);
+        QVERIFY2(text.starts_with("Provisional (analytic bound only): 2 tensors") &&
+                     text.find("1 exceed the provisional bound (max ratio 2.5)") !=
+                         std::string::npos,
+                 text.c_str());
+        QCOMPARE(verdictCaveat(r), text); // the explorer's caveat line
+        QCOMPARE(tensorVerdictName(r.tensors[1]), std::string_view("provisional"));
+        QCOMPARE(tensorVerdictName(r.tensors[0]), std::string_view("clean"));
+        // Within their provisional bounds the run is clean, and says on what.
+        r.tensors[1].ratio = 0.5;
+        assembleVerdicts(r, modules());
+        QCOMPARE(exitCodeFor(r), 0);
+        QVERIFY2(
+            verdictLine(r).starts_with("CLEAN (provisional): ") &&
+                verdictLine(r).ends_with("2 tensors provisional (analytic bound only), 0 over it"),
+            verdictLine(r).c_str());
+        // A confident divergence stays one, with the provisional count beside it.
+        r.tensors[0].ratio = 40.0;
+        r.tensors[0].status = tensorVerdict(40.0, r.tensors[0].tolerance);
+        assembleVerdicts(r, modules());
+        QCOMPARE(exitCodeFor(r), 1);
+        QVERIFY(verdictLine(r).starts_with("DIVERGENT: 1 tensors diverge"));
+        QCOMPARE(provisionalName(Provisional::OptimizerStep), std::string_view("optimizer_step"));
+    }
 };
 
 QTEST_APPLESS_MAIN(TestVerdictText)

@@ -545,7 +545,7 @@ void MainWindow::showRefusal(const DiffResult& result) {
 void MainWindow::showStory(const DiffResult& result) {
     const StoryHeadline story = storyHeadline(result);
     headline_->setHeadline(story);
-    headline_->setCaveat(QString::fromStdString(incompleteVerdictText(result)));
+    headline_->setCaveat(QString::fromStdString(verdictCaveat(result)));
     if (story.divergent) {
         // The story starts at its iteration: the tree shows that step, the first divergence
         // in time selected in the column of its tensor kind. The tensor's own iteration: a

@@ -141,7 +141,7 @@ void RunSummaryBar::setCancelled() {
 void RunSummaryBar::setVerdict(const DiffSummary& summary, int divergentModules,
                                const QString& firstDivergence) {
     if (divergentModules == 0 && summary.divergent == 0 && summary.invalid == 0 &&
-        summary.unresolved == 0) {
+        summary.unresolved == 0 && summary.provisionalOverBound == 0) {
         setPill(tr("CLEAN  ·  %1 tensors within tolerance  ·  worst ratio %2")
                     .arg(summary.compared)
                     .arg(formatRatio(summary.maxRatio)),
@@ -158,6 +158,9 @@ void RunSummaryBar::setVerdict(const DiffSummary& summary, int divergentModules,
     }
     if (summary.unresolved > 0) {
         text += tr("  ·  %1 unresolved").arg(summary.unresolved); // inferred layouts not settled
+    }
+    if (summary.provisionalOverBound > 0) { // judged by the analytic bound only
+        text += tr("  ·  %1 provisional over the bound").arg(summary.provisionalOverBound);
     }
     if (!firstDivergence.isEmpty()) {
         text += tr("  ·  first: %1").arg(firstDivergence);

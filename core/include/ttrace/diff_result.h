@@ -117,7 +117,11 @@ struct DiffSummary {
     std::size_t unresolved = 0; // tensors whose inferred placement the evidence did not settle
     std::size_t structural = 0; // divergent tensors whose structure differs (counted in divergent)
     std::size_t perturbedVariants = 0;
-    double maxRatio = 0.0;
+    double maxRatio = 0.0; // over the tensors judged with confidence
+    // Compared tensors judged by a provisional analytic bound (Tolerance::provisional), those
+    // of them over it, and their largest ratio: neither clean nor divergent with confidence.
+    std::size_t provisional = 0, provisionalOverBound = 0;
+    double provisionalMaxRatio = 0.0;
     bool clean = true;
     std::string gradientConvention; // the candidate's recorded convention; "" when not recorded
 };

@@ -30,6 +30,18 @@ struct ToleranceSettings {
     bool optimizerConditioning = true;
 };
 
+// Why a tensor's verdict rests on an analytic bound that is not a sound one (the reference has
+// no perturbed variants of it): its ratio is reported, but it is judged neither clean nor
+// divergent with confidence (docs/tolerance.md, "Where the analytic bound is provisional").
+enum class Provisional {
+    None,          // empirical, exact, user-set, or a sound analytic bound
+    OptimizerStep, // written by the optimizer step: an adaptive update (Adam's division by
+                   // sqrt(v)) amplifies round-off without bound where the gradient is ~0
+    CarriedState,  // a later step: computed from parameters that carry an optimizer step's
+                   // difference, which no bound the bundle allows can limit
+};
+std::string_view provisionalName(Provisional reason);
+
 struct Tolerance {
     double value = 0.0;              // what the verdict uses
     double analytic = 0.0;           // k * C^d * eps
@@ -41,12 +53,23 @@ struct Tolerance {
     std::string source;              // "analytic", "empirical", "override", "exact"
     int perturbedSamples = 0;        // perturbed variants the floor was measured on
     double carriedMean = 0.0;        // part of floorMean carried over from the previous step
+    // The analytic bound's path (reduction_paths.h): summed reduction lengths and storage
+    // roundings; 0 when the bound had no path (the one-layer form k * C^d * eps stands).
+    double reductionLength = 0.0;
+    double storageRoundings = 0.0;
+    Provisional provisional = Provisional::None;
+    // A later step without variants: the measured relative errors of the parameters on the
+    // path, added to the value (compare/carried_state.h).
+    double carriedParameterError = 0.0;
 };
 
 // Constants of docs/tolerance.md (each is justified there).
 inline constexpr double kDefaultSafetyFactor = 4.0; // empirical multiplier
 inline constexpr double kSpreadSigmas = 2.0;        // floor = mean + kSpreadSigmas * std
 inline constexpr double kMinEpsMultiple = 2.0;      // empirical never below this many eps
+// Analytic bound along a reduction path: kAnalyticSigmas standard deviations of the difference
+// of two independent round-off errors (sqrt(2) times one run's).
+inline constexpr double kAnalyticSigmas = 4.0;
 
 // Machine epsilon of the dtype that *accumulates* under a manifest precision recipe: fp32 ->
 // float32, bf16 and bf16-autocast -> bfloat16, fp16 -> float16, fp8 -> bfloat16 (FP8 recipes
@@ -59,8 +82,18 @@ double accumulationEpsilon(std::string_view precision, DType storage);
 // from gradients (parameters, optimizer state).
 int roundoffDepth(TensorKind kind, int moduleDepth, int maxDepth);
 
-// k * C^depth * eps.
+// k * C^depth * eps: the one-layer form, used where no reduction path is known (replays).
 double analyticTolerance(double k, double c, int depth, double eps);
+
+// Unit round-off (eps / 2) of the dtype that accumulates inside reductions under a precision
+// recipe: GEMMs and torch's reductions of 16-bit and FP8 inputs accumulate in float32, so
+// every recipe but float64 storage accumulates with float32's.
+double reductionRoundoff(DType storage);
+
+// kAnalyticSigmas * sqrt(2) * sqrt(u_acc^2 * reductions + u_store^2 * roundings): the rms
+// relative round-off of one run along the path, independent between the two runs
+// (docs/tolerance.md, "Analytic bound").
+double pathTolerance(double reductions, double roundings, double uAccumulate, double uStore);
 
 // Noise floor from the relative errors of the perturbed reference variants vs nominal.
 struct NoiseFloor {
@@ -94,6 +127,11 @@ struct ToleranceInput {
     std::string precision;             // manifest recipe of the reference
     std::optional<NoiseFloor> floor;   // absent without perturbed variants
     std::optional<NoiseFloor> carried; // previous step's effective floor of this state
+    // Without a floor: the reduction path the analytic bound is derived from (nothing: the
+    // one-layer form k * C^d * eps) and whether that bound is only provisional.
+    std::optional<double> pathReductions;
+    double pathRoundings = 0.0;
+    Provisional provisional = Provisional::None;
 };
 
 // The combining rule: exact for integer tensors; else the user override (last matching) or the

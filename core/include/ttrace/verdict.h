@@ -20,6 +20,9 @@ inline constexpr double kIntroducedFactor = 10.0;
 double toleranceRatio(double error, double tolerance);
 // Clean when ratio <= 1, Divergent above (including +inf).
 Status verdictFor(double ratio);
+// A tensor's status: verdictFor(ratio), except that a ratio over a provisional bound
+// (Tolerance::provisional) is no confident divergence: Clean, counted apart in the summary.
+Status tensorVerdict(double ratio, const Tolerance& tolerance);
 // Introduced when the output diverges (ratio > 1) by more than kIntroducedFactor times the
 // input ratio (clean inputs included: an output at 1.004 after inputs at 0.98 is explained by
 // them); Inherited when the output diverges otherwise; None when the output is clean.

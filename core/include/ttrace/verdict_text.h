@@ -43,4 +43,19 @@ std::string verdictLine(const DiffResult& result);
 // divergence: hole: ...". Empty when the verdict is complete, refused or nothing was compared.
 std::string incompleteVerdictText(const DiffResult& result);
 
+// Which verdicts rest on an analytic bound that is only provisional (the reference has no
+// perturbed variants; docs/tolerance.md, "Where the analytic bound is provisional"), e.g.
+// "Provisional (analytic bound only): 412 tensors of the optimizer step and later steps are
+// judged neither clean nor divergent; 3 exceed the bound (max ratio 2.1). Capture the reference
+// with perturbed variants to judge them." Empty when no tensor is provisional.
+std::string provisionalVerdictText(const DiffResult& result);
+
+// A tensor's verdict in one word for tables: "provisional" when its bound is provisional
+// (whatever its ratio), else its status's name.
+std::string_view tensorVerdictName(const TensorResult& tensor);
+
+// What qualifies the verdict, for a front end's one caveat line: the incomplete verdict's
+// text, then the provisional one, joined.
+std::string verdictCaveat(const DiffResult& result);
+
 } // namespace ttrace

@@ -94,7 +94,7 @@ void judgeConventionFactor(DiffResult& r, const Manifest& candidate) {
         auto& t = r.tensors[i];
         const double error = rescaledError(*factorOf(t), common);
         t.ratio = toleranceRatio(error, t.tolerance.value);
-        t.status = verdictFor(t.ratio);
+        t.status = tensorVerdict(t.ratio, t.tolerance);
         t.hint = {};
         t.findings.push_back(makeWarning("convention-factor", "tensor " + t.id.path(),
                                          "judged after the run's gradient convention factor " +

@@ -117,7 +117,7 @@ std::string diffOptionsKey(const DiffOptions& options) {
     const auto& t = options.tolerance;
     key << "k " << t.k << " c " << t.c << " safety " << t.safetyFactor << " floor " << t.floor
         << " global " << (t.global ? std::to_string(*t.global) : "-") << " conditioning "
-        << optimizerConditioningEnabled(t) << "\n";
+        << optimizerConditioningEnabled(t) << " analytic reduction-path\n";
     for (const auto& o : t.overrides) {
         key << "override " << o.modulePattern << " "
             << (o.kind ? tensorKindName(*o.kind) : std::string_view("*")) << " " << o.value << "\n";

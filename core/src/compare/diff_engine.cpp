@@ -1,6 +1,7 @@
 #include "ttrace/diff_engine.h"
 #include "ttrace/diff_parts.h"
 
+#include "compare/carried_state.h"
 #include "compare/convention_check.h"
 #include "compare/optimizer_conditioning.h"
 #include "compare/pair_checks.h"
@@ -147,7 +148,7 @@ void carryStateTerms(const std::vector<TensorId>& ids, std::size_t begin, std::s
 
 ComparisonContext contextFor(const Bundle& reference, const Bundle& candidate,
                              const DiffOptions& options) {
-    ComparisonContext ctx{reference, candidate, options.tolerance, {}, 0, {}, {}, {}, false};
+    ComparisonContext ctx{reference, candidate, options.tolerance, {}, 0, {}, {}, {}, false, {}};
     for (const auto& v : reference.manifest().variants) {
         if (v != "nominal") {
             ctx.perturbedVariants.push_back(v);
@@ -158,6 +159,8 @@ ComparisonContext contextFor(const Bundle& reference, const Bundle& candidate,
     }
     ctx.bothSides = moduleCallsOnBothSides(reference, candidate);
     ctx.shardedOptimizer = shardsOptimizerState(candidate);
+    ctx.reductions =
+        std::make_shared<const ReductionPaths>(ReductionPaths::build(reference, candidate));
     return ctx;
 }
 
@@ -242,6 +245,7 @@ DiffResult finishDiff(const Bundle& reference, const Bundle& candidate, const Di
     if (const auto& c = candidate.manifest().gradientConvention) {
         s.gradientConvention = c->toString();
     }
+    judgeCarriedState(result, ReductionPaths::build(reference, candidate));
     judgeConventionFactor(result, candidate.manifest());
     assembleVerdicts(result, reference.manifest().modules);
     // Stored only if no file changed while it was compared: the key is taken again (cheap:

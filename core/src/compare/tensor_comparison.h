@@ -5,9 +5,11 @@
 #include "ttrace/adam_conditioning.h"
 #include "ttrace/bundle.h"
 #include "ttrace/diff_result.h"
+#include "ttrace/reduction_paths.h"
 #include "ttrace/tolerance.h"
 
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -34,6 +36,8 @@ struct ComparisonContext {
     StateTerms carriedTerms;
     ModuleCalls bothSides;         // module calls captured on both sides (structural divergences)
     bool shardedOptimizer = false; // the candidate shards optimizer state over data parallelism
+    // The analytic bound's reduction paths (nothing: the one-layer form k * C^d * eps).
+    std::shared_ptr<const ReductionPaths> reductions;
 };
 
 // Holds at most the two merged nominal tensors plus one perturbed variant at a time (the

@@ -47,6 +47,26 @@ double analyticTolerance(double k, double c, int depth, double eps) {
     return k * std::pow(c, depth) * eps;
 }
 
+std::string_view provisionalName(Provisional reason) {
+    switch (reason) {
+    case Provisional::None: return "none";
+    case Provisional::OptimizerStep: return "optimizer_step";
+    case Provisional::CarriedState: return "carried_state";
+    }
+    return "none";
+}
+
+double reductionRoundoff(DType storage) {
+    return storage == DType::Float64 ? machineEpsilon(DType::Float64) / 2.0
+                                     : machineEpsilon(DType::Float32) / 2.0;
+}
+
+double pathTolerance(double reductions, double roundings, double uAccumulate, double uStore) {
+    const double variance =
+        uAccumulate * uAccumulate * reductions + uStore * uStore * std::max(roundings, 1.0);
+    return kAnalyticSigmas * std::sqrt(2.0 * variance);
+}
+
 NoiseFloor noiseFloor(std::span<const double> errors) {
     NoiseFloor f;
     f.samples = static_cast<int>(errors.size());
@@ -99,6 +119,14 @@ Tolerance deriveTolerance(const ToleranceSettings& settings, const ToleranceInpu
     t.eps = accumulationEpsilon(in.precision, in.dtype);
     t.depth = roundoffDepth(in.kind, in.moduleDepth, in.maxDepth);
     t.analytic = analyticTolerance(settings.k, settings.c, t.depth, t.eps);
+    if (in.pathReductions) {
+        // The storage dtype rounds at eps / 2 (the recipe's eps); reductions at float32's.
+        t.reductionLength = *in.pathReductions;
+        t.storageRoundings = in.pathRoundings;
+        t.analytic = std::max(pathTolerance(t.reductionLength, t.storageRoundings,
+                                            reductionRoundoff(in.dtype), t.eps / 2.0),
+                              kMinEpsMultiple * t.eps);
+    }
     if (in.floor && in.floor->samples > 0) {
         const NoiseFloor f = in.carried ? carryFloor(in.kind, *in.floor, *in.carried) : *in.floor;
         t.floorMean = f.mean;
@@ -131,6 +159,7 @@ Tolerance deriveTolerance(const ToleranceSettings& settings, const ToleranceInpu
     } else {
         t.value = t.analytic;
         t.source = "analytic";
+        t.provisional = in.provisional;
     }
     t.value = std::max(t.value, settings.floor);
     return t;

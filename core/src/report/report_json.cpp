@@ -176,6 +176,20 @@ void readConditioning(const json& j, TensorResult& t) {
     }
 }
 
+// A tensor's "provisional" reason; None when absent, null or not one this build knows.
+Provisional readProvisional(const json& j) {
+    const auto it = j.find("provisional");
+    if (it == j.end() || !it->is_string()) {
+        return Provisional::None;
+    }
+    for (const auto p : {Provisional::OptimizerStep, Provisional::CarriedState}) {
+        if (it->get<std::string>() == provisionalName(p)) {
+            return p;
+        }
+    }
+    return Provisional::None;
+}
+
 json toJson(const TensorResult& t) {
     const auto& m = t.metrics;
     json shards = json::array();
@@ -203,6 +217,9 @@ json toJson(const TensorResult& t) {
         {"ratio", num(t.ratio)},
         {"error", num(m.relError)},
         {"tolerance", num(tol.value)},
+        {"provisional", tol.provisional == Provisional::None
+                            ? json(nullptr)
+                            : json(provisionalName(tol.provisional))},
         {"metrics",
          {{"rel_error", num(m.relError)},
           {"max_abs_error", num(m.maxAbsError)},
@@ -227,6 +244,9 @@ json toJson(const TensorResult& t) {
           {"perturbed_samples", tol.perturbedSamples},
           {"depth", tol.depth},
           {"eps", tol.eps},
+          {"reduction_length", num(tol.reductionLength)},
+          {"storage_roundings", num(tol.storageRoundings)},
+          {"carried_parameter_error", num(tol.carriedParameterError)},
           {"conditioning", num(t.conditioning.relative)}}},
         {"conditioned_error", num(t.conditioning.conditionedError)},
         {"ill_conditioned_elements", t.conditioning.illConditioned},
@@ -309,6 +329,10 @@ TensorResult tensorFrom(const json& j) {
     t.tolerance.perturbedSamples = tol.at("perturbed_samples");
     t.tolerance.depth = tol.at("depth");
     t.tolerance.eps = tol.at("eps");
+    t.tolerance.reductionLength = tol.value("reduction_length", 0.0);
+    t.tolerance.storageRoundings = tol.value("storage_roundings", 0.0);
+    t.tolerance.carriedParameterError = tol.value("carried_parameter_error", 0.0);
+    t.tolerance.provisional = readProvisional(j);
     readConditioning(j, t);
     const auto& h = j.at("histogram");
     t.histogram.edges = h.at("edges").get<std::vector<double>>();
@@ -425,6 +449,9 @@ std::string diffResultToJson(const DiffResult& r, bool pretty) {
           {"unresolved", s.unresolved},
           {"perturbed_variants", s.perturbedVariants},
           {"max_ratio", num(s.maxRatio)},
+          {"provisional", s.provisional},
+          {"provisional_over_bound", s.provisionalOverBound},
+          {"provisional_max_ratio", num(s.provisionalMaxRatio)},
           {"clean", s.clean},
           {"gradient_convention",
            s.gradientConvention.empty() ? json(nullptr) : json(s.gradientConvention)},
@@ -474,6 +501,10 @@ std::optional<DiffResult> diffResultFromJson(std::string_view text, std::string&
         r.summary.unresolved = s.value("unresolved", std::size_t{0});
         r.summary.perturbedVariants = s.at("perturbed_variants");
         r.summary.maxRatio = num(s.at("max_ratio"));
+        r.summary.provisional = s.value("provisional", std::size_t{0});
+        r.summary.provisionalOverBound = s.value("provisional_over_bound", std::size_t{0});
+        r.summary.provisionalMaxRatio =
+            s.contains("provisional_max_ratio") ? num(s.at("provisional_max_ratio")) : 0.0;
         r.summary.clean = s.at("clean");
         r.cancelled = s.at("cancelled");
         if (s.contains("gradient_convention") && s.at("gradient_convention").is_string()) {

@@ -1,6 +1,7 @@
 #include "ttrace/report_markdown.h"
 
 #include "ttrace/verdict.h"
+#include "ttrace/verdict_text.h"
 
 #include <cmath>
 #include <cstdio>
@@ -83,7 +84,7 @@ void appendInvalid(std::ostringstream& md, const DiffResult& r) {
                   "|\n|---|---|---|\n";
             any = true;
         }
-        md << "| `" << cell(t.id.label()) << "` | " << statusName(t.status) << " | "
+        md << "| `" << cell(t.id.label()) << "` | " << tensorVerdictName(t) << " | "
            << cell(t.status == Status::Unresolved ? t.resolution.toString() : t.invalid.toString())
            << " |\n";
     }
@@ -169,6 +170,9 @@ std::string diffResultToMarkdown(const DiffResult& r, const MarkdownOptions& opt
         md << "| convention mismatch | " << cell(r.convention->toString()) << " |\n";
     }
     md << "| max ratio (error / tolerance) | " << formatNumber(s.maxRatio) << " |\n";
+    if (const auto provisional = provisionalVerdictText(r); !provisional.empty()) {
+        md << "| provisional | " << cell(provisional) << " |\n";
+    }
     md << "| first divergence, forward | "
        << (r.firstForwardDivergence ? "`" + *r.firstForwardDivergence + "`" : "none") << " |\n";
     md << "| first divergence, backward | "
@@ -198,7 +202,7 @@ std::string diffResultToMarkdown(const DiffResult& r, const MarkdownOptions& opt
           "|\n|---|---|---:|---:|---:|---|---|\n";
     for (const auto i : worstTensors(r, options.worstTensors)) {
         const auto& t = r.tensors[i];
-        md << "| `" << cell(t.id.label()) << "` | " << statusName(t.status)
+        md << "| `" << cell(t.id.label()) << "` | " << tensorVerdictName(t)
            << (t.signatures.empty() ? "" : " (" + cell(t.signatures.front().summary) + ")") << " | "
            << formatNumber(t.metrics.relError) << " | " << formatNumber(t.tolerance.value) << " | "
            << formatNumber(t.ratio) << " | " << t.tolerance.source << " | " << cell(t.placement)

@@ -252,6 +252,10 @@ Status verdictFor(double ratio) {
     return ratio <= 1.0 ? Status::Clean : Status::Divergent;
 }
 
+Status tensorVerdict(double ratio, const Tolerance& tolerance) {
+    return tolerance.provisional == Provisional::None ? verdictFor(ratio) : Status::Clean;
+}
+
 Origin classifyOrigin(double inputRatio, double outputRatio) {
     if (outputRatio <= 1.0) {
         return Origin::None;
@@ -298,7 +302,8 @@ void assembleVerdicts(DiffResult& result, const std::vector<ModuleInfo>& modules
 
     DiffSummary& s = result.summary;
     s.compared = s.divergent = s.missing = s.invalid = s.structural = s.unresolved = 0;
-    s.maxRatio = 0.0;
+    s.provisional = s.provisionalOverBound = 0;
+    s.maxRatio = s.provisionalMaxRatio = 0.0;
     for (std::size_t i = 0; i < result.tensors.size(); ++i) {
         const auto& t = result.tensors[i];
         auto& m = result.modules[index.at(t.id.module)];
@@ -307,6 +312,12 @@ void assembleVerdicts(DiffResult& result, const std::vector<ModuleInfo>& modules
         case Status::Clean:
         case Status::Divergent:
             ++s.compared;
+            if (t.tolerance.provisional != Provisional::None) {
+                ++s.provisional;
+                s.provisionalOverBound += t.ratio > 1.0 ? 1 : 0;
+                s.provisionalMaxRatio = std::max(s.provisionalMaxRatio, t.ratio);
+                break; // no confident ratio: kept out of the run's and the module's maximum
+            }
             s.maxRatio = std::max(s.maxRatio, t.ratio);
             m.maxRatio = std::max(m.maxRatio, t.ratio);
             s.divergent += t.status == Status::Divergent ? 1 : 0;
@@ -366,7 +377,11 @@ RunVerdict runVerdict(const DiffResult& r) {
     if (s.divergent > 0) {
         return RunVerdict::Divergent;
     }
-    return s.unresolved > 0 ? RunVerdict::Unresolved : RunVerdict::Clean;
+    // Not clean, not divergent: placements no evidence settles, or tensors that only a
+    // provisional analytic bound judges and that exceed it (a reference without variants
+    // cannot tell their round-off from a bug).
+    return s.unresolved > 0 || s.provisionalOverBound > 0 ? RunVerdict::Unresolved
+                                                          : RunVerdict::Clean;
 }
 
 std::string_view runVerdictName(RunVerdict verdict) {

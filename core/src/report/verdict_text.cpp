@@ -1,5 +1,6 @@
 #include "ttrace/verdict_text.h"
 
+#include "ttrace/report_markdown.h"
 #include "ttrace/verdict.h"
 
 #include <algorithm>
@@ -48,19 +49,34 @@ std::string verdictLine(const DiffResult& r) {
     if (const auto refusal = pairRefusal(r.diagnostics)) {
         return "INVALID: not compared: " + placed(refusal->diagnostic);
     }
+    const std::string provisional = s.provisional == 0
+                                        ? std::string()
+                                        : "; " + std::to_string(s.provisional) +
+                                              " tensors provisional (analytic bound only), " +
+                                              std::to_string(s.provisionalOverBound) + " over it";
     switch (runVerdict(r)) {
     case RunVerdict::Clean:
-        return std::string("CLEAN: every tensor is within its round-off tolerance") +
+        return std::string(s.provisional == 0 ? "CLEAN: every tensor is within its round-off "
+                                                "tolerance"
+                                              : "CLEAN (provisional): every tensor judged with "
+                                                "confidence is within its round-off tolerance") +
                (r.convention ? "; the capture-side gradients after one convention factor, " +
                                    r.convention->factorName + " (see 'convention mismatch')"
-                             : "");
+                             : "") +
+               provisional;
     case RunVerdict::Divergent:
         return "DIVERGENT: " + std::to_string(s.divergent) +
                " tensors diverge beyond round-off; every tensor was valid" +
-               (s.unresolved > 0 ? "; " + unresolvedText(s.unresolved) : "");
+               (s.unresolved > 0 ? "; " + unresolvedText(s.unresolved) : "") + provisional;
     case RunVerdict::Unresolved:
-        return "UNRESOLVED: " + unresolvedText(s.unresolved) +
-               "; every tensor compared is within its round-off tolerance";
+        return "UNRESOLVED: " +
+               (s.unresolved > 0 ? unresolvedText(s.unresolved)
+                                 : std::to_string(s.provisionalOverBound) +
+                                       " provisional tensors exceed their analytic bound "
+                                       "(capture the reference with perturbed variants to "
+                                       "judge them)") +
+               "; every tensor judged with confidence is within its round-off tolerance" +
+               provisional;
     case RunVerdict::Invalid: break;
     }
     if (r.tensors.empty() && !r.cancelled) {
@@ -81,6 +97,37 @@ std::string verdictLine(const DiffResult& r) {
     return "INVALID: " + why +
            (s.divergent > 0 ? "; " + std::to_string(s.divergent) + " divergent" : "") +
            ": verdicts are unreliable until the input is fixed";
+}
+
+std::string provisionalVerdictText(const DiffResult& r) {
+    const auto& s = r.summary;
+    if (s.provisional == 0) {
+        return {};
+    }
+    std::string text = "Provisional (analytic bound only): " + std::to_string(s.provisional) +
+                       " tensors of the optimizer step and of later steps have no perturbed "
+                       "reference variants and no sound analytic bound, so they are judged "
+                       "neither clean nor divergent";
+    if (s.provisionalOverBound > 0) {
+        text += "; " + std::to_string(s.provisionalOverBound) +
+                " exceed the provisional bound (max ratio " + formatNumber(s.provisionalMaxRatio) +
+                ")";
+    }
+    return text + ". Capture the reference with perturbed variants (Perturbation(count=2)) to "
+                  "judge them.";
+}
+
+std::string_view tensorVerdictName(const TensorResult& t) {
+    return t.tolerance.provisional == Provisional::None ? statusName(t.status) : "provisional";
+}
+
+std::string verdictCaveat(const DiffResult& r) {
+    const auto incomplete = incompleteVerdictText(r);
+    const auto provisional = provisionalVerdictText(r);
+    if (incomplete.empty() || provisional.empty()) {
+        return incomplete + provisional;
+    }
+    return incomplete + "\n" + provisional;
 }
 
 std::string incompleteVerdictText(const DiffResult& r) {
