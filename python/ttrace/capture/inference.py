@@ -88,8 +88,8 @@ def vector_param_layout(tensor: torch.Tensor | None, tp: int) -> tuple[Layout, s
     settles (a module's rule for its extra arguments must not declare it a replica: the
     missing mark is often the bug). (A 1-d tensor has no batch dimension, so the activation
     rules place it, and its gradient over dp, as they place a bias.)"""
-    if not isinstance(tensor, nn.Parameter) or tensor.dim() != 1:
-        return None
+    if not isinstance(tensor, nn.Parameter) or tensor.dim() != 1 or is_dtensor(tensor):
+        return None  # a DTensor declares its own placement
     if getattr(tensor, "tensor_model_parallel", False):
         return Layout("split", dim=int(getattr(tensor, "partition_dim", 0))), "parameter"
     if tp > 1:
