@@ -17,6 +17,12 @@ without it, the release as shipped); `--mtp N` adds N multi-token-prediction lay
 `--per-token-loss` normalizes the loss by the global token count (Megatron's
 `calculate_per_token_loss`); `--padding` masks a different number of trailing tokens of every
 row, so that data-parallel ranks hold different token counts.
+
+MoE options: `--aux-loss C` sets the load-balancing loss coefficient (default 0: none);
+`--balanced-padding` pads the same number of tokens at the end of each half of every row, so
+that both sequence-parallel halves hold as many routed tokens (the release's per-token
+scaling of the load-balancing loss assumes it); `--fix-router-count` applies the upstream fix
+of the router's per-expert token count (without it, the release as shipped).
 """
 
 from __future__ import annotations
@@ -79,6 +85,12 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--mtp", type=int, default=0)
     parser.add_argument("--per-token-loss", action="store_true")
     parser.add_argument("--padding", action="store_true")
+    parser.add_argument("--aux-loss", type=float, default=0.0, help="MoE load-balancing coeff")
+    parser.add_argument("--balanced-padding", action="store_true")
+    parser.add_argument("--fix-router-count", action="store_true")
+    parser.add_argument(
+        "--reference", default=None, help="reference bundle: its shapes lay out undeclared params"
+    )
     return parser.parse_args()
 
 
@@ -100,9 +112,12 @@ def init(args: argparse.Namespace) -> int:
     return world
 
 
-def micro_batch(step: int, mb: int, loss_padding: bool = False) -> dict[str, torch.Tensor]:
+def micro_batch(
+    step: int, mb: int, loss_padding: bool = False, balanced: bool = False
+) -> dict[str, torch.Tensor]:
     """This data-parallel rank's rows of global micro-batch `mb` of `step`; with
-    `loss_padding`, row r keeps its first SEQ - 3 r tokens in the loss."""
+    `loss_padding`, row r keeps its first SEQ - 3 r tokens in the loss; with `balanced`, the
+    MoE padding of a row is split evenly over the ends of its two halves."""
     g = torch.Generator().manual_seed(1000 * step + mb)
     ids = torch.randint(0, VOCAB, (BATCH, SEQ + 1), generator=g)
     dp, rank = (
@@ -115,6 +130,8 @@ def micro_batch(step: int, mb: int, loss_padding: bool = False) -> dict[str, tor
     # MoE routing leaves padding out: the last tokens of each row (True = padding).
     lengths = torch.randint(SEQ // 2, SEQ + 1, (BATCH,), generator=g)
     padding = torch.arange(SEQ)[None, :] >= lengths[:, None]
+    if balanced:
+        padding = torch.arange(SEQ)[None, :] % (SEQ // 2) >= (lengths // 2)[:, None]
     mine = slice(rank * BATCH // dp, (rank + 1) * BATCH // dp)
     valid = SEQ - 3 * torch.arange(BATCH)[mine] * loss_padding
     loss_mask = (torch.arange(SEQ)[None, :] < valid[:, None]).float()
@@ -137,7 +154,7 @@ def moe_options(args: argparse.Namespace) -> dict:
         "moe_token_dispatcher_type": args.dispatcher,
         "expert_model_parallel_size": args.ep,
         "expert_tensor_parallel_size": args.etp,
-        "moe_aux_loss_coeff": 0.0,
+        "moe_aux_loss_coeff": args.aux_loss,
         "moe_ffn_hidden_size": 2 * HIDDEN,
         # As in Mixtral: no linear biases (an expert's bias is added in place to the output
         # of its reduction, which autograd refuses at tp 1).
@@ -238,11 +255,13 @@ def forward_step_func(per_token_loss: bool, moe: bool):
 def main() -> None:
     args = parse_args()
     set_batch(args.moe)
+    if args.fix_router_count:
+        model_options.fix_router_token_count()
     world = init(args)
     config, chunks = build(args)
     if world > 1:
         inject(args.bug, chunks)
-    ttc.seeded_init(chunks, seed=0)  # ttrace
+    ttc.seeded_init(chunks, seed=0, reference=args.reference)  # ttrace
     ddp_config = DistributedDataParallelConfig(
         grad_reduce_in_fp32=True, use_distributed_optimizer=args.dist_optimizer
     )
@@ -274,7 +293,10 @@ def main() -> None:
         for chunk in ddp:
             chunk.zero_grad_buffer()
         optimizer.zero_grad()
-        batches = [micro_batch(step, m, args.padding) for m in range(args.micro_batches)]
+        batches = [
+            micro_batch(step, m, args.padding, args.balanced_padding)
+            for m in range(args.micro_batches)
+        ]
         stats = forward_backward(
             forward_step_func=forward_step,
             # Every chunk reads the same micro-batches (the schedule calls each chunk once

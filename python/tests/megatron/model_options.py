@@ -46,3 +46,35 @@ def mark_softmax_offset_tensor_parallel(model: torch.nn.Module) -> int:
     if marked == 0:
         raise ValueError("--mark-softmax-offset: the model has no learnable softmax_offset")
     return marked
+
+
+def fix_router_token_count() -> None:
+    """The upstream fix of the MoE router's token count: the release's
+    `get_tokens_per_expert_and_token_count` hands its local per-expert count to
+    `reduce_from_tensor_model_parallel_region`, whose all-reduce over the tp group works in
+    place, and then takes the local token count (the per-token scaling of the load-balancing
+    loss) from the reduced tensor: the whole group's count. The fix reduces a copy. The router
+    imports the function by name, so its module is patched."""
+    from megatron.core.tensor_parallel import reduce_from_tensor_model_parallel_region
+    from megatron.core.transformer.moe import router
+
+    def counts(
+        routing_map: torch.Tensor,
+        reduce_group: torch.distributed.ProcessGroup,
+        topk: int | None = None,
+        with_padding_mask: bool = False,
+    ) -> tuple[torch.Tensor, Any, Any]:
+        local_tokens_per_expert = routing_map.sum(dim=0)
+        global_tokens_per_expert = reduce_from_tensor_model_parallel_region(
+            local_tokens_per_expert.clone(), reduce_group
+        )
+        if with_padding_mask:
+            assert topk is not None
+            local_num_tokens = local_tokens_per_expert.sum() / topk
+            total_num_tokens = global_tokens_per_expert.sum() / topk
+        else:
+            local_num_tokens = routing_map.shape[0]
+            total_num_tokens = local_num_tokens * reduce_group.size()
+        return global_tokens_per_expert, local_num_tokens, total_num_tokens
+
+    router.get_tokens_per_expert_and_token_count = counts

@@ -80,16 +80,21 @@ DECLARED_RULES = frozenset({"expert", "megatron", "style", "parameter"})
 PARAM_KINDS = ("parameter", "param_grad", "main_grad", "param_after_step", "optimizer_state")
 
 
-def tp_split_vector_param(tensor: torch.Tensor | None) -> Layout | None:
-    """A 1-d parameter handed to a module as an argument (an attention sink's per-head
-    `softmax_offset`) is laid out as Megatron's attributes declare the parameter: split over
-    tp when it is marked tensor-parallel. (A 1-d tensor has no batch dimension, so the
-    activation rules place it, and its gradient over dp, as they place a bias.)"""
-    if not isinstance(tensor, nn.Parameter) or tensor.dim() != 1:
-        return None
-    if not getattr(tensor, "tensor_model_parallel", False):
-        return None
-    return Layout("split", dim=int(getattr(tensor, "partition_dim", 0)))
+def vector_param_layout(tensor: torch.Tensor | None, tp: int) -> tuple[Layout, str] | None:
+    """(layout, rule) of a 1-d parameter handed to a module as an argument (an attention
+    sink's per-head `softmax_offset`): laid out as Megatron's attributes declare the
+    parameter, split over tp when it is marked tensor-parallel. Unmarked under tp it is
+    undeclared: a replica by inference, with the splits as alternatives the reference's shape
+    settles (a module's rule for its extra arguments must not declare it a replica: the
+    missing mark is often the bug). (A 1-d tensor has no batch dimension, so the activation
+    rules place it, and its gradient over dp, as they place a bias.)"""
+    if not isinstance(tensor, nn.Parameter) or tensor.dim() != 1 or is_dtensor(tensor):
+        return None  # a DTensor declares its own placement
+    if getattr(tensor, "tensor_model_parallel", False):
+        return Layout("split", dim=int(getattr(tensor, "partition_dim", 0))), "parameter"
+    if tp > 1:
+        return Layout("replica"), "undeclared parameter"
+    return None
 
 
 class PlacementInference:
@@ -155,9 +160,9 @@ class PlacementInference:
             spec = ann.pick(direction, index)
             if isinstance(spec, str):
                 return Layout.parse(spec), "annotation"
-        split_param = tp_split_vector_param(tensor)
-        if split_param is not None:
-            return split_param, "parameter"
+        vector_param = vector_param_layout(tensor, self.info.tp)
+        if vector_param is not None:
+            return vector_param
         megatron = self.megatron.decide(
             module, direction, index, tensor.dim() if tensor is not None else None
         )
