@@ -107,13 +107,16 @@ private slots:
         const auto kept = resolveShards(tensor(), same.refs, same.raws, {2, 2});
         QCOMPARE(kept.outcome, ResolutionOutcome::Chosen);
         QCOMPARE(kept.resolution.chosen, std::string("replica"));
-        // Copies that differ are not known replicas: unresolved, not "replicas disagree".
+        // Copies that differ, where the reference's shape leaves only the replica layout: they
+        // are known replicas, so the difference is the divergence "replicas disagree" (a
+        // reduction that did not run), never an open question that would hide it.
         const auto differ = twoRanks({1, 2, 3, 4}, {1, 2, 3, 5});
         const auto r = resolveShards(tensor(), differ.refs, differ.raws, {2, 2});
-        QCOMPARE(r.outcome, ResolutionOutcome::Unresolved);
-        QVERIFY(r.resolution.alternatives.empty());
-        QVERIFY(r.resolution.toString().find("copies it takes for replicas differ") !=
-                std::string::npos);
+        QCOMPARE(r.outcome, ResolutionOutcome::Chosen);
+        QCOMPARE(r.resolution.chosen, std::string("replica"));
+        QVERIFY(r.merged.has_value());
+        QVERIFY(std::any_of(r.merged->findings.begin(), r.merged->findings.end(),
+                            [](const auto& f) { return f.code == "replica-disagree"; }));
     }
     void hypothesesThatRebuildDifferentTensorsOfOneShapeStayUnresolved() {
         // Square pieces: dim 0 and dim 1 splits of [2, 2] pieces both rebuild [4, 4] when the

@@ -79,7 +79,7 @@ ResolvedPlacement resolveShards(const TensorId& id, const std::vector<ShardRef>&
     const auto& first = shards.front();
     out.resolution.hypothesis = labelOf(first, 0);
     std::vector<Fit> fits;
-    bool disagreed = false;
+    std::vector<Fit> disagreeing; // fit the shape and tile, but their "replicas" differ
     for (std::size_t h = 0; h <= first.alternatives.size(); ++h) {
         auto placed = placedAs(shards, h);
         if (!placed) {
@@ -101,8 +101,7 @@ ResolvedPlacement resolveShards(const TensorId& id, const std::vector<ShardRef>&
             continue;
         }
         if (hasCode(merged.findings, "replica-disagree")) {
-            disagreed = true;
-            out.resolution.excluded.push_back(label + ": the copies it takes for replicas differ");
+            disagreeing.push_back({h, std::move(merged), std::move(*placed)});
             continue;
         }
         fits.push_back({h, std::move(merged), std::move(*placed)});
@@ -125,7 +124,22 @@ ResolvedPlacement resolveShards(const TensorId& id, const std::vector<ShardRef>&
         out.shards = std::move(distinct.front()->shards);
         return out;
     }
-    if (distinct.empty() && !disagreed) {
+    if (distinct.empty() && disagreeing.size() == 1) {
+        // The reference's shape leaves one layout, and it makes copies: they are known
+        // replicas, and copies that differ are the divergence "replicas disagree" (a reduction
+        // that did not run), not an open question.
+        auto& only = disagreeing.front();
+        out.outcome = ResolutionOutcome::Chosen;
+        out.resolution.chosen = labelOf(first, only.hypothesis);
+        out.merged = std::move(only.merged);
+        out.shards = std::move(only.shards);
+        return out;
+    }
+    for (const auto& d : disagreeing) {
+        out.resolution.excluded.push_back(labelOf(first, d.hypothesis) +
+                                          ": the copies it takes for replicas differ");
+    }
+    if (distinct.empty() && disagreeing.empty()) {
         out.outcome = ResolutionOutcome::NoneFits;
         return out;
     }

@@ -317,7 +317,12 @@ class PlacementInference:
                 if alt == primary:
                     continue
                 laid = alt.for_gradient() if gradient else alt
-                alt_placement, alt_note = self.place(shape, laid, gradient, direction)
+                try:
+                    alt_placement, alt_note = self.place(shape, laid, gradient, direction)
+                except ValueError:
+                    # A layout this local shape cannot have (a mesh's index map that does
+                    # not fit it) is excluded by the shape: never a failed capture.
+                    continue
                 if not alt_note:
                     alternatives.append((self.label(alt), alt_placement))
         return placement.with_alternatives(self.label(primary), alternatives)
