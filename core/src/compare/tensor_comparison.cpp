@@ -309,8 +309,11 @@ TensorResult compareTensor(const ComparisonContext& ctx, const TensorId& id, boo
         return r;
     }
     auto ref = mergeTensor(ctx.reference, id);
+    // A placement the evidence settled (the reference's shape leaves it alone) is known; only
+    // an inferred one nothing settled is no verdict when its copies differ.
+    const bool settled = chosen.has_value();
     auto cand = chosen ? std::move(*chosen) : mergeTensor(ctx.candidate, id);
-    if (inferredCopiesDiffer(cand, r)) {
+    if (!settled && inferredCopiesDiffer(cand, r)) {
         return r;
     }
     appendFindings(r.findings, std::move(ref.findings), "reference");
