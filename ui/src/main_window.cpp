@@ -8,12 +8,14 @@
 #include "ttrace/ui/localize_ui.h"
 #include "ttrace/ui/models/agent_session.h"
 #include "ttrace/ui/models/color_scale.h"
+#include "ttrace/ui/models/export_path.h"
 #include "ttrace/ui/models/layer_tree_model.h"
 #include "ttrace/ui/models/markdown_report.h"
 #include "ttrace/ui/models/roles.h"
 #include "ttrace/ui/models/story_headline.h"
 #include "ttrace/ui/models/tensor_columns.h"
 #include "ttrace/ui/models/warnings_model.h"
+#include "ttrace/ui/open_pair_dialog.h"
 #include "ttrace/ui/phase_timeline.h"
 #include "ttrace/ui/problems_banner.h"
 #include "ttrace/ui/remote_connect_ui.h"
@@ -31,6 +33,7 @@
 #include <QAction>
 #include <QApplication>
 #include <QClipboard>
+#include <QDateTime>
 #include <QDir>
 #include <QDockWidget>
 #include <QDragEnterEvent>
@@ -330,15 +333,10 @@ void MainWindow::createStatusBar() {
 }
 
 void MainWindow::chooseAndOpen() {
-    const auto reference =
-        QFileDialog::getExistingDirectory(this, tr("Reference bundle"), reference_);
-    if (reference.isEmpty()) {
-        return;
-    }
-    const auto candidate = QFileDialog::getExistingDirectory(
-        this, tr("Candidate bundle"), candidate_.isEmpty() ? reference : candidate_);
-    if (!candidate.isEmpty()) {
-        openBundles(reference, candidate);
+    OpenPairDialog dialog({reference_, candidate_}, recent_.pairs(), this);
+    if (dialog.exec() == QDialog::Accepted) {
+        const auto pair = dialog.pair();
+        openBundles(pair.reference, pair.candidate);
     }
 }
 
@@ -362,8 +360,6 @@ void MainWindow::rebuildRecentMenu() {
 void MainWindow::openBundles(const QString& reference, const QString& candidate) {
     reference_ = QFileInfo(reference).absoluteFilePath();
     candidate_ = QFileInfo(candidate).absoluteFilePath();
-    recent_.add({reference_, candidate_});
-    rebuildRecentMenu();
     setWindowTitle(tr("%1 vs %2 — TTrace Explorer")
                        .arg(QFileInfo(candidate_).fileName(), QFileInfo(reference_).fileName()));
     localizeUi_->setBundles(reference_, candidate_);
@@ -474,6 +470,10 @@ void MainWindow::onFinished(const std::shared_ptr<const DiffResult>& result) {
                       .arg(result->tensors.size())
                 : tr("Compared %1 tensors.").arg(result->tensors.size()));
     const bool ok = !hasErrors(shownProblems_);
+    if (ok) { // only pairs that opened are offered again
+        recent_.add({reference_, candidate_});
+        rebuildRecentMenu();
+    }
     emit loadingFinished(ok);
     startup_->onLoaded(ok);
 }
@@ -654,7 +654,7 @@ bool MainWindow::exportPng(const QString& path, QWidget* widget, QString* error)
 void MainWindow::exportPngInteractive(QWidget* widget, const QString& what) {
     const auto path = QFileDialog::getSaveFileName(
         this, tr("Export %1 as PNG").arg(what),
-        QDir::home().filePath(QStringLiteral("ttrace-%1.png").arg(what).replace(' ', '-')),
+        defaultExportPath(candidate_, what, QStringLiteral("png"), QDateTime::currentDateTime()),
         tr("PNG images (*.png)"));
     if (path.isEmpty()) {
         return;
@@ -669,7 +669,9 @@ void MainWindow::exportPngInteractive(QWidget* widget, const QString& what) {
 
 void MainWindow::exportMarkdownInteractive() {
     const auto path = QFileDialog::getSaveFileName(this, tr("Export Markdown report"),
-                                                   QDir::home().filePath("ttrace-report.md"),
+                                                   defaultExportPath(candidate_, tr("report"),
+                                                                     QStringLiteral("md"),
+                                                                     QDateTime::currentDateTime()),
                                                    tr("Markdown (*.md)"));
     if (path.isEmpty()) {
         return;
