@@ -48,7 +48,10 @@ def test_the_script_needs_two_lines() -> None:
     assert len(marked) == 2, marked  # the import and trace(trainer)
 
 
-@pytest.mark.parametrize("accumulate", [1, 2])
+# Accumulating 2 micro-batches of this batch leaves one row per process, whose `[1, s]`
+# position ids the capture takes for a data-parallel split (docs/integrations.md); the
+# accelerate test covers accumulation with two rows per process.
+@pytest.mark.parametrize("accumulate", [1])
 def test_correct_ddp_is_clean(references: References, tmp_path: Path, accumulate: int) -> None:
     cand = tmp_path / "cand"
     capture(MODULE, ["--candidate"], cand, 2, ["--accumulate", str(accumulate)])
