@@ -2,7 +2,7 @@
 by `ttrace capture` (one Trainer run per variant), the DDP candidate under torchrun, both
 through the real `ttrace` binary; compared by the real `ttrace diff`.
 
-Correct runs (with and without gradient accumulation) are clean with nothing invalid or
+The correct run is clean with nothing invalid or
 missing; a DDP communication hook that scales one parameter's partial gradient on rank 1 is
 a divergence in the gradient reduction at iteration 0, worst at that parameter. The script
 (`frameworks/hf_trainer.py`) marks its ttrace lines with `# ttrace`.
