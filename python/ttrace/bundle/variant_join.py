@@ -43,7 +43,11 @@ def _same(what: str, nominal: object, run: object, run_dir: Path) -> None:
         )
 
 
-def _check_run(nominal: Manifest, run: Manifest, run_dir: Path, variant: str) -> None:
+def _check_run(
+    nominal: Manifest, run: Manifest, run_dir: Path, variant: str, first: dict | None
+) -> None:
+    """`first`: the first perturbed run's perturbation entry; every run lists the same seeds
+    (each uses its own index into them), so the joined bundle lists them once."""
     _same("role", nominal.role, run.role, run_dir)
     _same("variants", ["nominal", variant], run.variants, run_dir)
     _same("world size", nominal.world_size, run.world_size, run_dir)
@@ -54,6 +58,8 @@ def _check_run(nominal: Manifest, run: Manifest, run_dir: Path, variant: str) ->
         "modules", [m["name"] for m in nominal.modules], [m["name"] for m in run.modules], run_dir
     )
     _same("rank files", [r.file for r in nominal.ranks], [r.file for r in run.ranks], run_dir)
+    if first is not None and run.perturbation is not None:
+        _same("perturbation seeds", first.get("seeds"), run.perturbation.get("seeds"), run_dir)
 
 
 def _copy_groups(target: Path, sources: Sequence[tuple[Path, str]]) -> tuple[int, int]:
@@ -85,7 +91,8 @@ def join_variant_runs(bundle_dir: str | os.PathLike[str], runs: Sequence[Path]) 
     manifests = []
     for k, run_dir in enumerate(runs, start=1):
         run = Manifest.read(run_dir)
-        _check_run(nominal, run, Path(run_dir), f"perturbed-{k}")
+        first = manifests[0].perturbation if manifests else None
+        _check_run(nominal, run, Path(run_dir), f"perturbed-{k}", first)
         manifests.append(run)
     joined: list[RankRecord] = []
     temporaries: list[tuple[Path, Path]] = []
@@ -121,15 +128,6 @@ def join_variant_runs(bundle_dir: str | os.PathLike[str], runs: Sequence[Path]) 
         os.replace(temporary, target)
     nominal.variants = ["nominal", *(f"perturbed-{k}" for k in range(1, len(runs) + 1))]
     nominal.perturbation = manifests[0].perturbation if manifests else None
-    if nominal.perturbation is not None:
-        nominal.perturbation["seeds"] = [s for m in manifests for s in _seeds_of(m)]
     nominal.ranks = joined
     nominal.write(out)
     return nominal
-
-
-def _seeds_of(run: Manifest) -> list[int]:
-    """The seed of a run's own variant (its manifest lists the seeds of all K)."""
-    assert run.perturbation is not None
-    index = int(run.variants[1].rsplit("-", 1)[1])
-    return [int(run.perturbation["seeds"][index - 1])]
