@@ -13,6 +13,8 @@
 
 #include <QAction>
 #include <QDir>
+#include <QDockWidget>
+#include <QLabel>
 #include <QSignalSpy>
 #include <QStatusBar>
 #include <QTemporaryDir>
@@ -147,6 +149,59 @@ private slots:
         QVERIFY(QTest::qWaitFor(
             [&] { return frozen->isExpanded(layers) || !view->model()->hasChildren(layers); },
             2000));
+    }
+
+    // A long Localize conclusion (nine parameters) and a long "also in this phase" list wrap
+    // the headline to several lines: every line stays whole, at 1600x1000 with the warnings
+    // dock open (the demo's screenshot) and on a laptop.
+    void aWrappedHeadlineIsNeverClipped() {
+        for (const QSize size : {QSize(1600, 1000), kLaptop}) {
+            ttrace::ui::MainWindow window;
+            window.resize(size);
+            window.show();
+            QVERIFY(open(window, demo_ + "/reference", demo_ + "/candidate"));
+            auto* warnings = window.findChild<QDockWidget*>(QStringLiteral("warningsDock"));
+            if (warnings) {
+                warnings->show();
+            }
+            QString params;
+            for (int i = 0; i < 9; ++i) {
+                params += QStringLiteral("layers.%1.pre_mlp_layernorm_with_a_long_name, ").arg(i);
+            }
+            const QString conclusion =
+                QStringLiteral("INTRODUCED: introduced in gradient reduction: parameters of ") +
+                params + QStringLiteral("final_layernorm · 9 replay(s) in 0.2 s");
+            window.headlineBar()->setConclusion(conclusion, true);
+            window.headlineBar()->setCaveat(
+                QStringLiteral("Invalid tensors come before this divergence: ") + params);
+            // The headless export grabs right after Localize sets its conclusion, before the
+            // event loop runs: the export itself must settle the layout.
+            const QString shot = screenshotPath(QStringLiteral("explorer-long-headline-%1x%2.png")
+                                                    .arg(size.width())
+                                                    .arg(size.height()));
+            QVERIFY(window.exportPng(shot, nullptr, nullptr));
+            for (const auto* label : window.headlineBar()->findChildren<QLabel*>()) {
+                if (label->isVisible()) {
+                    QVERIFY2(label->height() >= label->heightForWidth(label->width()),
+                             qPrintable(QStringLiteral("%1 at %2x%3: %4 px for %5 px of text")
+                                            .arg(label->objectName())
+                                            .arg(size.width())
+                                            .arg(size.height())
+                                            .arg(label->height())
+                                            .arg(label->heightForWidth(label->width()))));
+                }
+            }
+            // Cut short on screen, whole where it is read.
+            QCOMPARE(window.headlineBar()->conclusion(), conclusion);
+            QTest::qWait(100);
+            QVERIFY2(window.size() == size, qPrintable(QStringLiteral("the window became %1x%2")
+                                                           .arg(window.width())
+                                                           .arg(window.height())));
+            const QSize hint = window.minimumSizeHint();
+            QVERIFY2(fits(hint, size),
+                     qPrintable(QStringLiteral("%1x%2").arg(hint.width()).arg(hint.height())));
+            QVERIFY(onScreen(window, window.statusBar()));
+        }
     }
 
 private:

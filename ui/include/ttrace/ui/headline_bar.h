@@ -36,12 +36,26 @@ signals:
 
 protected:
     void mousePressEvent(QMouseEvent* event) override;
+    void resizeEvent(QResizeEvent* event) override;
 
 private:
+    // The main window's layout gives the central widget's rows their size hints, not their
+    // height for the actual width: without this a story that wraps to more lines than its hint
+    // is squeezed and its first line clipped. The bar's minimum height follows its labels.
+    void fitHeightToWidth();
+    // Sets `label` to `text` cut at a word to at most `maxLines` lines at the bar's width (the
+    // full text in its tooltip), so a long list never pushes the window off a laptop screen.
+    void showElided(QLabel* label, const QString& text, int maxLines) const;
+    void refreshTexts();
+
     StoryHeadline headline_;
     QLabel* caveat_;
     QLabel* story_;
     QLabel* conclusion_;
+    // The full texts: the labels may show them cut short.
+    QString storyText_;
+    QString caveatText_;
+    QString conclusionText_;
 };
 
 } // namespace ttrace::ui
