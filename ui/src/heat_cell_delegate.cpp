@@ -78,8 +78,15 @@ void HeatCellDelegate::paintName(QPainter* painter, const QStyleOptionViewItem& 
         opt.state |= QStyle::State_Selected;
         opt.font.setBold(true);
     }
-    const int reserved = badge.isEmpty() ? 0 : badgeWidth(opt.font, badge) + 6;
-    const int textWidth = opt.rect.width() - reserved - 8;
+    int textWidth = opt.rect.width() - (badge.isEmpty() ? 0 : badgeWidth(opt.font, badge) + 6) - 8;
+    // A long replay badge ("introduced in gradient reduction") must not leave the module a
+    // name of three letters: where the name would be cut, a guilty module's badge says only
+    // "introduced" (same colour; the headline and the drill-down say where).
+    const auto replayed = static_cast<LocalizeBadge>(index.data(LocalizeBadgeRole).toInt());
+    if (isGuiltyBadge(replayed) && QFontMetrics(opt.font).horizontalAdvance(opt.text) > textWidth) {
+        badge = tr("introduced");
+        textWidth = opt.rect.width() - badgeWidth(opt.font, badge) - 6 - 8;
+    }
     // Canonical names share long prefixes and differ at the end ("layers.11.mlp.fc2"): the
     // middle goes first; the full name is in the tooltip.
     opt.text = QFontMetrics(opt.font).elidedText(opt.text, Qt::ElideMiddle, std::max(textWidth, 0));
