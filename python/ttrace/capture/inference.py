@@ -466,7 +466,7 @@ class PlacementInference:
                     note += "taken as a broadcast, replicated over dp"
                     dims.append(DimMap.whole(n))
                     continue
-                split_b = DimMap.split(n, info.dp_rank, info.dp)
+                split_b = DimMap.dp_rows(n, info.dp_rank, info.dp, info.dp_rows)
                 dims.append(split_b.then_split(info.tp_rank, info.tp) if tp_here else split_b)
             elif tp_here:
                 dims.append(DimMap.split(n, info.tp_rank, info.tp))
