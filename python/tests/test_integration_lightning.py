@@ -50,6 +50,16 @@ def test_correct_ddp_with_accumulation_is_clean(reference: Path, tmp_path: Path)
     assert {(i["iteration"], i["micro_batch"]) for i in clean} >= {(0, 0), (0, 1), (1, 1)}
 
 
+def test_lightnings_own_launcher_gives_a_clean_candidate(reference: Path, tmp_path: Path) -> None:
+    """`python train.py` with `devices=2`: Lightning starts the second process itself."""
+    cand = tmp_path / "cand"
+    capture(MODULE, ["--candidate"], cand, 1, ["--devices", "2"])
+    code, report, text = diff(reference, cand, tmp_path)
+    s = report["summary"]
+    assert code == 0, text
+    assert s["compared"] > 700 and (s["divergent"], s["invalid"], s["missing"]) == (0, 0, 0)
+
+
 def test_a_scaled_partial_gradient_is_caught_at_its_parameter(
     reference: Path, tmp_path: Path
 ) -> None:

@@ -6,6 +6,7 @@ sampler with a `DistributedSampler`); `ttrace capture` decides the role and vari
 `--bug scale|drop`: a DDP communication hook registered when training starts scales rank 1's
 partial gradient of `layers.0.mlp.down_proj.weight` (or drops its reduction). `--fail-at N`:
 training step N raises. `--strategy`: Lightning's (default `ddp`, also on one device).
+`--devices N`: started as `python -m ...` (no torchrun), Lightning launches the N processes.
 """
 
 from __future__ import annotations
@@ -57,9 +58,11 @@ def main() -> None:
     p.add_argument("--accumulate", type=int, default=2)
     p.add_argument("--strategy", default="ddp")
     p.add_argument("--fail-at", type=int, default=-1)
+    p.add_argument("--devices", type=int, default=0, help="0: torchrun's WORLD_SIZE")
     a = p.parse_args()
     torch.use_deterministic_algorithms(True)
-    world = int(os.environ.get("WORLD_SIZE", "1"))
+    # `--devices N` without torchrun: Lightning's own launcher starts the other processes.
+    world = a.devices or int(os.environ.get("WORLD_SIZE", "1"))
     pl.seed_everything(0)
     module = CausalLM(a.fail_at)
     loader = DataLoader(TokenRows(8 * BATCH), batch_size=2 * BATCH // world // a.accumulate)
