@@ -27,12 +27,15 @@ APT_PACKAGES=(
 )
 # torch is always pinned: an unpinned torch pulls gigabytes of CUDA packages.
 # transformers and the packages it loads, pinned: the framework tests build its Llama;
-# accelerate runs its Trainer (the integration tests).
+# accelerate runs its Trainer (the integration tests); pytorch-lightning and the packages it
+# needs at the versions tested, for the Lightning integration's tests.
 # pyzmq carries the localize agent's sockets; build and setuptools make the sdist and the wheel
 # (python -m build --no-isolation).
 PIP_PACKAGES=(torch==2.13.0 "h5py>=3.8" "numpy>=1.24" "pytest>=7" "ruff>=0.5" pyzmq==27.1.0
   transformers==5.23.0 huggingface_hub==2.4.0 tokenizers==0.23.3 safetensors==0.8.0
   accelerate==1.15.0 psutil==7.2.2
+  pytorch-lightning==2.6.6 lightning-utilities==0.15.3 torchmetrics==1.9.0 fsspec==2026.9.0
+  tqdm==4.70.1
   build==1.6.1 setuptools==84.2.1)
 
 # Megatron-core, pinned and without its dependencies (they pull CUDA packages); at import on

@@ -53,6 +53,18 @@ def test_activation_on_tp_sub_mesh_gets_its_batch_rows() -> None:
     assert placed.box_spans == (((0, 2, 2), (0, 4, 4), (0, 0, 4)),)
 
 
+def test_strided_batch_rows_compose_with_a_tp_shard() -> None:
+    # The same shard when a DistributedSampler dealt the rows: dp rank 1 holds rows 1 and 3.
+    tp_shard = Placement.boxes((2, 8, 4), [[(0, 0, 2), (0, 4, 4), (0, 0, 4)]])
+    outer = Outer(dp=2, dp_rank=1, dp_rows="strided")
+    placed = compose_activation(tp_shard, outer, batch_dim=0, seq_dim=1)
+    assert placed.global_shape == (4, 8, 4)
+    rows = [box[0] for box in placed.box_spans]
+    assert rows == [(0, 1, 1), (1, 3, 1)] and {box[1:] for box in placed.box_spans} == {
+        ((0, 4, 4), (0, 0, 4))
+    }
+
+
 def test_partial_and_replicated_activations_stay_so_per_batch() -> None:
     partial = Placement.boxes((2, 8, 4), [[(0, 0, 2), (0, 0, 8), (0, 0, 4)]], "sum", 1)
     placed = compose_activation(partial, Outer(dp=2, dp_rank=1), batch_dim=0, seq_dim=1)

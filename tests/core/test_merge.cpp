@@ -43,6 +43,17 @@ std::string dump(const MergeResult& r) {
     return out;
 }
 
+// A DistributedSampler's rows: rank `rank` of `ranks` holds rows rank, rank+ranks, ...
+// of a [rows, cols] batch, one box per row.
+Placement stridedRows(std::int64_t rank, std::int64_t ranks, Shape global) {
+    Placement p;
+    p.globalShape = global;
+    for (std::int64_t local = 0; rank + local * ranks < global[0]; ++local) {
+        p.boxes.push_back(Box{{{local, rank + local * ranks, 1}, {0, 0, global[1]}}});
+    }
+    return p;
+}
+
 const TensorId kId{"nominal", 0, 0, "layers.0.mlp", TensorKind::ForwardOutput, "0"};
 
 } // namespace
@@ -113,6 +124,35 @@ private slots:
         const auto r = mergeShards(kId, shards);
         QVERIFY(!r.tensor);
         QVERIFY(hasFinding(r, "shard-mismatch", "rank 1"));
+    }
+    void stridedRowsInterleave() {
+        // DistributedSampler over 2 ranks: rank 0 holds rows 0 and 2, rank 1 rows 1 and 3.
+        const Shape g{4, 2};
+        std::vector<RawShard> shards{f32Shard(0, {2, 2}, stridedRows(0, 2, g), {0, 1, 4, 5}),
+                                     f32Shard(1, {2, 2}, stridedRows(1, 2, g), {2, 3, 6, 7})};
+        const auto r = mergeShards(kId, shards);
+        QVERIFY2(r.findings.empty(), dump(r).c_str());
+        QCOMPARE(r.tensor->values, (std::vector<double>{0, 1, 2, 3, 4, 5, 6, 7}));
+    }
+    void stridedRowsTakenForContiguousLeaveTheBatchPermuted() {
+        // The same shards read as contiguous halves rebuild another tensor: the rows of a
+        // strided batch must be placed as strided, or every activation compares permuted.
+        const Shape g{4, 2};
+        std::vector<RawShard> shards{f32Shard(0, {2, 2}, rowsOf(0, 2, g), {0, 1, 4, 5}),
+                                     f32Shard(1, {2, 2}, rowsOf(2, 2, g), {2, 3, 6, 7})};
+        const auto r = mergeShards(kId, shards);
+        QVERIFY2(r.findings.empty(), dump(r).c_str());
+        QCOMPARE(r.tensor->values, (std::vector<double>{0, 1, 4, 5, 2, 3, 6, 7}));
+    }
+    void stridedRowsWithAWrongOffsetOverlapAndLeaveAHole() {
+        // Rank 1 placed with rank 0's offset: rows 0 and 2 twice, rows 1 and 3 nowhere.
+        const Shape g{4, 2};
+        std::vector<RawShard> shards{f32Shard(0, {2, 2}, stridedRows(0, 2, g), {0, 1, 4, 5}),
+                                     f32Shard(1, {2, 2}, stridedRows(0, 2, g), {2, 3, 6, 7})};
+        const auto r = mergeShards(kId, shards);
+        QVERIFY(!r.tensor);
+        QVERIFY2(hasFinding(r, "overlap", "ranks 0 and 1 overlap at 4 elements"), dump(r).c_str());
+        QVERIFY2(hasFinding(r, "hole", "[1, 0]"), dump(r).c_str());
     }
     void largeTensorMergesInParallel() {
         // 4 column shards of a [512, 1024] tensor: exercises the parallel decode path.

@@ -397,7 +397,7 @@ class PlacementInference:
             covered = covered_roles(mesh, info.sizes(), info.world_size)
             dp = (info.dp, info.dp_rank) if "dp" not in covered else (1, 0)
             cp = (info.cp, info.cp_rank) if "cp" not in covered else (1, 0)
-            self._outer[key] = Outer(dp[0], dp[1], cp[0], cp[1], info.cp_layout)
+            self._outer[key] = Outer(dp[0], dp[1], cp[0], cp[1], info.cp_layout, info.dp_rows)
         return self._outer[key]
 
     def is_buffer(self, tensor: torch.Tensor) -> bool:
@@ -466,7 +466,7 @@ class PlacementInference:
                     note += "taken as a broadcast, replicated over dp"
                     dims.append(DimMap.whole(n))
                     continue
-                split_b = DimMap.split(n, info.dp_rank, info.dp)
+                split_b = DimMap.dp_rows(n, info.dp_rank, info.dp, info.dp_rows)
                 dims.append(split_b.then_split(info.tp_rank, info.tp) if tp_here else split_b)
             elif tp_here:
                 dims.append(DimMap.split(n, info.tp_rank, info.tp))

@@ -11,7 +11,7 @@ batch is larger is a broadcast (rotary tables, masks), replicated over dp.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import torch
@@ -67,10 +67,13 @@ class ShapeFacts:
         return False
 
     def observe_root(self, args: tuple, kwargs: dict[str, Any]) -> None:
-        """Record the ids' batch size and length from a root's first forward."""
+        """Record the ids' batch size and length from a root's first forward: a 2-d integer
+        tensor among its arguments, or one level inside them (a batch dict handed whole, as
+        Lightning's `training_step(batch, batch_idx)` receives it)."""
         if self.batch_local is not None:
             return
-        for value in [*args, *kwargs.values()]:
+        values = [*args, *kwargs.values()]
+        for value in [*values, *(v for x in values for v in _members(x))]:
             if (
                 isinstance(value, torch.Tensor)
                 and value.dim() == 2
@@ -140,3 +143,10 @@ class ShapeFacts:
         else:
             value = f'{{"{index}": "{mode}"}}'
         return f'ttc.annotate(model.get_submodule("{path}"), {side}={value})'
+
+
+def _members(value: Any) -> list[Any]:
+    """The items of a dict, list or tuple argument (a batch handed whole); else none."""
+    if isinstance(value, Mapping):
+        return list(value.values())
+    return list(value) if isinstance(value, list | tuple) else []

@@ -30,6 +30,7 @@ class Outer:
     cp: int = 1
     cp_rank: int = 0
     cp_layout: str = "two_chunk"
+    dp_rows: str = "contiguous"  # or "strided" (`ParallelInfo.dp_rows`)
 
     @property
     def parts(self) -> int:
@@ -67,7 +68,8 @@ def compose_activation(
     for d, ((_, start, n), size) in enumerate(zip(box, placement.global_shape, strict=True)):
         own = range(start, start + n)
         if d == batch_dim and by_dp:
-            dims.append(DimMap.of(size * outer.dp, [outer.dp_rank * size + i for i in own]))
+            rows = DimMap.dp_rows(size, outer.dp_rank, outer.dp, outer.dp_rows).indices
+            dims.append(DimMap.of(size * outer.dp, [rows[i] for i in own]))  # type: ignore[index]
         elif d == seq_dim and by_cp:
             positions = _seq_indices(outer, size)
             dims.append(DimMap.of(size * outer.cp, [positions[i] for i in own]))

@@ -48,6 +48,11 @@ class ParallelInfo:
     # it, records the placement as inferred, and keeps the other order as an alternative
     # that the comparison resolves against the reference's shapes.
     order_hint: str | None = None
+    # How a data-parallel rank's rows sit in the global batch: "contiguous" (rank r holds
+    # rows [r*b, (r+1)*b), a batch cut in dp slices) or "strided" (rank r holds rows
+    # r, r+dp, r+2*dp, ...: torch's `DistributedSampler` deals a loader's rows out in turn,
+    # so the global micro-batch of a one-process run is the ranks' rows interleaved).
+    dp_rows: str = "contiguous"
 
     def __post_init__(self) -> None:
         for name in COORDS:
@@ -71,6 +76,8 @@ class ParallelInfo:
                 f"seq_dim={self.seq_dim}, batch_dim={self.batch_dim}: activations must be "
                 "[s, b, ...] (seq_dim=0, batch_dim=1) or [b, s, ...] (seq_dim=1, batch_dim=0)"
             )
+        if self.dp_rows not in ("contiguous", "strided"):
+            raise ValueError(f"dp_rows must be 'contiguous' or 'strided', not {self.dp_rows!r}")
         if self.order_hint not in (None, "sb", "bs"):
             raise ValueError(f"order_hint must be 'sb' or 'bs', not {self.order_hint!r}")
         if self.grad_reduce not in (None, "sum", "mean"):

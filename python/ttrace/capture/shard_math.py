@@ -38,6 +38,22 @@ class DimMap:
         return cls(local_size * parts, tuple(range(start, start + local_size)))
 
     @classmethod
+    def strided(cls, local_size: int, part: int, parts: int) -> DimMap:
+        """Every `parts`-th index from `part`: the rows `DistributedSampler` deals to one of
+        `parts` ranks (one box per row)."""
+        if parts == 1:
+            return cls(local_size)
+        return cls(local_size * parts, tuple(range(part, local_size * parts, parts)))
+
+    @classmethod
+    def dp_rows(cls, local_size: int, part: int, parts: int, rows: str) -> DimMap:
+        """A batch dimension split over data parallelism, contiguous or strided
+        (`ParallelInfo.dp_rows`)."""
+        if rows == "strided":
+            return cls.strided(local_size, part, parts)
+        return cls.split(local_size, part, parts)
+
+    @classmethod
     def of(cls, global_size: int, indices: Sequence[int]) -> DimMap:
         return cls(global_size, tuple(int(i) for i in indices))
 

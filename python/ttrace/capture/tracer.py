@@ -533,6 +533,12 @@ class Tracer:
             return ["nominal", *self.perturbation.variants]
         return ["nominal"] if self.launch.index == 0 else ["nominal", self.launch.variant]
 
+    def abandon(self) -> None:
+        """The training loop failed: close this rank's file now, as at exit (a status record
+        that says so, no manifest), without `close()`'s collective: other ranks may be gone."""
+        self._atexit()
+        atexit.unregister(self._atexit)
+
     def _atexit(self) -> None:
         # A job that exits without close(): leave a readable rank file, and a status record
         # that says so ("exited"); no manifest (that needs every rank, and exit is no time
