@@ -58,7 +58,7 @@ def _start_server(
 def _setup(tracer: Any, reference: Any, options: dict[str, Any], channel: RankChannel) -> tuple:
     config = ServeConfig.resolve(reference, **options)
     layout = getattr(tracer, "relaunch_layout", None)
-    if layout is not None and layout.reduced:  # a relaunch smaller than the job
+    if layout is not None and layout.served != (tracer.rank,):  # serving other captured ranks
         served = ServedRanksWorker(tracer, config.reference, layout, channel)
         return config, served.own, served.feed, served
     own = OwnCapture(tracer.out_dir, tracer.rank)

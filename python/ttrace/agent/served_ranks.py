@@ -11,7 +11,6 @@ under the captured ranks, so the client merges them exactly like the full job's.
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 from pathlib import Path
 from typing import Any
@@ -55,14 +54,19 @@ def captured_inference(tracer: Any, layout: RelaunchLayout, dp_rank: int) -> Any
 
 
 class OwnCaptures:
-    """The rank files of every captured rank served; closed together."""
+    """The rank files of every captured rank served, and a reference feed cut by each; closed
+    together. Every captured rank gets a feed of its own (whatever a feed keeps per rank it
+    serves can never leak into another's shards)."""
 
-    def __init__(self, bundle: Path, ranks: tuple[int, ...]) -> None:
+    def __init__(self, bundle: Path, reference: Path, ranks: tuple[int, ...]) -> None:
         self.files = [OwnCapture(bundle, r) for r in ranks]
+        self.feeds = [ReferenceFeed(reference, own) for own in self.files]
 
     def close(self) -> None:
         for f in self.files:
             f.close()
+        for feed in self.feeds[1:]:  # the first one's reader is closed by `serve` itself
+            feed.reader.close()
 
 
 class ServedRanksWorker:
@@ -74,13 +78,11 @@ class ServedRanksWorker:
         self.layout = layout
         self.rank = tracer.rank
         self.gate = RankGate(channel, tracer.rank)
-        self.own = OwnCaptures(tracer.out_dir, layout.served)
-        self.feed = ReferenceFeed(reference, self.own.files[0])
+        self.own = OwnCaptures(tracer.out_dir, reference, layout.served)
+        self.feed = self.own.feeds[0]
         self.workers: list[RankWorker] = []
-        served = zip(layout.served, layout.served_dp, self.own.files, strict=True)
-        for captured, dp_rank, own in served:
-            feed = self.feed if own is self.own.files[0] else copy.copy(self.feed)
-            feed.own = own  # the reference cut by this captured rank's shards
+        served = zip(layout.served, layout.served_dp, self.own.feeds, strict=True)
+        for captured, dp_rank, feed in served:
             view = CapturedRankView(tracer, captured, captured_inference(tracer, layout, dp_rank))
             ctx = ReplayContext(view, feed, captured)
             self.workers.append(RankWorker(ctx, self.gate))
