@@ -147,8 +147,10 @@ int runLocalize(std::span<const std::string_view> args) {
                       << done.error().toString() << "\n";
         }
     }
-    // A divergence that could not be replayed is no answer: never "nothing introduced".
-    if (!result.problems.empty() || result.cancelled || result.undetermined()) {
+    // A divergence that could not be replayed is no answer: never "nothing introduced". Nor is
+    // a replay this agent's layout cannot host (a relaunch smaller than the job).
+    if (!result.problems.empty() || result.cancelled || result.undetermined() ||
+        (!result.introduced() && result.layoutRefused())) {
         return kExitBadInput;
     }
     return result.introduced() || result.enteredUnreplayed() ? kExitDivergent : kExitOk;

@@ -3,6 +3,7 @@
 #include "ttrace/replay/localize_report.h"
 #include "ttrace/replay/localize_text.h"
 #include "ttrace/replay/localize_walk.h"
+#include "ttrace/replay/relaunch_layout_text.h"
 #include "ttrace/report_markdown.h"
 
 #include <iomanip>
@@ -17,6 +18,9 @@ void LocalizeTable::agentLine(const AgentInfo& agent, const std::string& address
          << agent.modules.size() << " modules)\n";
     if (!agent.relaunched) {
         return;
+    }
+    if (const auto layout = relaunchLayoutLine(agent); !layout.empty()) {
+        out_ << "layout     " << layout << "\n";
     }
     // Before any verdict: a replay judges the code it runs, not the code that was captured.
     if (agent.codeChanges.empty()) {

@@ -319,7 +319,9 @@ def test_relaunch_with_another_world_size_is_refused(tp2_bundle: Path) -> None:
     tracer = Tracer(model, None, tp2_bundle.parent / "unused", role="candidate")
     try:
         manifest = json.loads((tp2_bundle / "manifest.json").read_text())
-        with pytest.raises(RelaunchError, match="has 2 ranks, this relaunch 1"):
+        with pytest.raises(
+            RelaunchError, match=r"has 2 ranks \(TP2\), this relaunch 1 \(1 device\)"
+        ):
             check_layout(tracer, manifest)
     finally:
         tracer.close()

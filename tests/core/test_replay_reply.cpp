@@ -2,6 +2,7 @@
 // hostile variation (wrong types, sizes that disagree, frames missing or reused, boxes outside
 // the tensor, overflowing shapes, deep nesting, garbage) is a BadReply naming the problem.
 #include "replay/reply_builder.h"
+#include "ttrace/replay/relaunch_layout_text.h"
 #include "ttrace/replay/reply_parser.h"
 
 #include <QtTest>
@@ -107,13 +108,15 @@ private slots:
         QTest::newRow("shape overflows int64 bytes") << Mutation([=](Reply& r) {
             entry(r)["shape"] = {std::int64_t{1} << 40, std::int64_t{1} << 40};
         }) << "implausibly large";
-        QTest::newRow("global shape overflows")
-            << Mutation([=](Reply& r) { entry(r)["global_shape"] = {std::int64_t{1} << 62, 8}; })
-            << "implausibly large";
-        QTest::newRow("negative shape")
-            << Mutation([=](Reply& r) { entry(r)["shape"] = {-1, 3}; }) << "non-negative";
-        QTest::newRow("shape of strings")
-            << Mutation([=](Reply& r) { entry(r)["shape"] = {"1", "3"}; }) << "list of integers";
+        QTest::newRow("global shape overflows") << Mutation([=](Reply& r) {
+            entry(r)["global_shape"] = {std::int64_t{1} << 62, 8};
+        }) << "implausibly large";
+        QTest::newRow("negative shape") << Mutation([=](Reply& r) {
+            entry(r)["shape"] = {-1, 3};
+        }) << "non-negative";
+        QTest::newRow("shape of strings") << Mutation([=](Reply& r) {
+            entry(r)["shape"] = {"1", "3"};
+        }) << "list of integers";
         QTest::newRow("unsigned beyond int64") << Mutation([=](Reply& r) {
             entry(r)["bytes"] = std::numeric_limits<std::uint64_t>::max();
         }) << "out of range";
@@ -229,6 +232,48 @@ private slots:
         broken = helloHeader(1);
         broken["world_size"] = 0;
         QVERIFY(!ReplyHeader::parse(broken.dump())->hello().ok());
+    }
+
+    // A relaunch smaller than the job says both layouts; clients word them the same.
+    void helloParsesTheRelaunchLayout() {
+        auto hello = helloHeader(1);
+        hello["world_size"] = 2;
+        hello["relaunch"] = {
+            {"code_changes", json::array()},
+            {"layout",
+             {{"captured", {{"world_size", 4}, {"parallel", {{"tp", 2}, {"pp", 1}, {"dp", 2}}}}},
+              {"relaunched", {{"world_size", 2}, {"parallel", {{"tp", 2}, {"pp", 1}, {"dp", 1}}}}},
+              {"ranks_per_rank", 2}}}};
+        const auto info = ReplyHeader::parse(hello.dump())->hello();
+        QVERIFY2(info.ok(), info.ok() ? "" : info.error().message.c_str());
+        QCOMPARE(info->capturedLayout.worldSize, 4);
+        QCOMPARE(info->relaunchedLayout.parallel.at("dp"), 1);
+        QVERIFY(relaunchIsSmaller(info.value()));
+        QCOMPARE(relaunchLayoutLine(info.value()),
+                 std::string("relaunched TP2 on 2 ranks of the captured TP2×DP2 on 4: each rank "
+                             "replays 2 captured ranks in turn; replays that need the "
+                             "data-parallel group are refused"));
+        auto same = hello;
+        same["relaunch"]["layout"]["relaunched"] = same["relaunch"]["layout"]["captured"];
+        const auto full = ReplyHeader::parse(same.dump())->hello();
+        QCOMPARE(relaunchLayoutLine(full.value()), std::string("TP2×DP2 on 4 ranks, as captured"));
+        auto broken = hello;
+        broken["relaunch"]["layout"]["relaunched"]["parallel"]["dp"] = "one";
+        QVERIFY(!ReplyHeader::parse(broken.dump())->hello().ok());
+        broken = hello;
+        broken["relaunch"]["layout"]["ranks_per_rank"] = 2.5;
+        QVERIFY(!ReplyHeader::parse(broken.dump())->hello().ok());
+        // A live job's agent says nothing of a relaunch: nothing is shown.
+        const auto live = ReplyHeader::parse(helloHeader(1).dump())->hello();
+        QCOMPARE(relaunchLayoutLine(live.value()), std::string());
+    }
+
+    void layoutTooSmallIsTyped() {
+        const auto header =
+            ReplyHeader::parse("{\"protocol\":1,\"id\":4,\"status\":\"error\",\"error\":{"
+                               "\"code\":\"layout_too_small\",\"message\":\"needs dp\"}}");
+        QCOMPARE(header->envelope().error->code, ErrorCode::LayoutTooSmall);
+        QCOMPARE(errorCodeName(ErrorCode::LayoutTooSmall), std::string_view("layout_too_small"));
     }
 
     void scalarsAndFlatRangesParse() {

@@ -177,6 +177,17 @@ private slots:
         QVERIFY(codeChangesLine(changed).contains("CHANGED since capture"));
         QVERIFY(
             codeChangesDetail(changed).endsWith("\n  examples.gpt.layers.norm: source changed"));
+        // A relaunch smaller than the job: its layout next to the captured one, in the words
+        // of `ttrace localize`'s layout line.
+        ttrace::replay::AgentInfo smaller = same;
+        smaller.capturedLayout = {4, {{"tp", 2}, {"dp", 2}}};
+        smaller.relaunchedLayout = {2, {{"tp", 2}, {"dp", 1}}};
+        smaller.ranksPerRank = 2;
+        QCOMPARE(codeChangesDetail(smaller),
+                 QStringLiteral("relaunched from the bundles; the same code as captured\n"
+                                "layout: relaunched TP2 on 2 ranks of the captured TP2×DP2 on 4: "
+                                "each rank replays 2 captured ranks in turn; replays that need "
+                                "the data-parallel group are refused"));
     }
 
     void connectsOverSshAndLocalizesWithOneClick() {

@@ -7,8 +7,9 @@ namespace ttrace::replay {
 namespace {
 
 bool agentCannotReplay(ErrorCode code) {
-    return code == ErrorCode::NotReplayable || code == ErrorCode::UnknownModule ||
-           code == ErrorCode::NoReferenceTensor || code == ErrorCode::ReplayFailed;
+    return code == ErrorCode::NotReplayable || code == ErrorCode::LayoutTooSmall ||
+           code == ErrorCode::UnknownModule || code == ErrorCode::NoReferenceTensor ||
+           code == ErrorCode::ReplayFailed;
 }
 
 } // namespace
@@ -86,6 +87,7 @@ ModuleVerdict AgentJudge::operator()(const Suspect& suspect) const {
         }
         v.verdict = Verdict::NotReplayable;
         v.reason = std::string(errorCodeName(e.code)) + ": " + e.message;
+        v.layoutRefused = e.code == ErrorCode::LayoutTooSmall;
         v.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         return v;
     }

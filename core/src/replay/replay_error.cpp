@@ -6,7 +6,7 @@
 namespace ttrace::replay {
 namespace {
 
-constexpr std::array<std::pair<ErrorCode, std::string_view>, 19> kNames{{
+constexpr std::array<std::pair<ErrorCode, std::string_view>, 20> kNames{{
     {ErrorCode::Timeout, "timeout"},
     {ErrorCode::Unreachable, "unreachable"},
     {ErrorCode::Cancelled, "cancelled"},
@@ -24,6 +24,7 @@ constexpr std::array<std::pair<ErrorCode, std::string_view>, 19> kNames{{
     {ErrorCode::UnknownModule, "unknown_module"},
     {ErrorCode::NoReferenceTensor, "no_reference_tensor"},
     {ErrorCode::NotReplayable, "not_replayable"},
+    {ErrorCode::LayoutTooSmall, "layout_too_small"},
     {ErrorCode::ReplayFailed, "replay_failed"},
     {ErrorCode::UnknownAgentError, "agent_error"},
 }};

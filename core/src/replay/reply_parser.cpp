@@ -4,6 +4,7 @@
 #include "ttrace/replay/protocol_limits.h"
 
 #include <algorithm>
+#include <utility>
 
 namespace ttrace::replay {
 
@@ -127,6 +128,63 @@ bool readIdentity(const json::Json& identity, const char* role, BundleIdentity& 
     return true;
 }
 
+constexpr std::int64_t kMaxSize = 1 << 24;
+
+int clampedSize(const json::Json& v) {
+    return static_cast<int>(std::clamp<std::int64_t>(v.get<std::int64_t>(), 0, kMaxSize));
+}
+
+// relaunch.layout.<which>: {"world_size": int, "parallel": {name: int}}; false when malformed.
+bool readLayout(const json::Json& layout, const char* which, JobLayout& out) {
+    const auto entry = layout.find(which);
+    if (entry == layout.end() || !entry->is_object()) {
+        return entry == layout.end();
+    }
+    const auto world = entry->find("world_size");
+    const auto parallel = entry->find("parallel");
+    if (world == entry->end() || !world->is_number_integer() || parallel == entry->end() ||
+        !parallel->is_object()) {
+        return false;
+    }
+    out.worldSize = clampedSize(*world);
+    for (const auto& [key, size] : parallel->items()) {
+        if (!size.is_number_integer()) {
+            return false;
+        }
+        out.parallel[key] = clampedSize(size);
+    }
+    return true;
+}
+
+// The `relaunch` object of an agent started by `ttrace serve`; empty, or what is malformed.
+std::string readRelaunch(const json::Json& relaunch, AgentInfo& info) {
+    info.relaunched = true;
+    const auto changes = relaunch.find("code_changes");
+    if (changes != relaunch.end() && changes->is_array()) {
+        for (const auto& line : *changes) {
+            if (!line.is_string()) {
+                return "hello reply: relaunch.code_changes holds a non-string";
+            }
+            info.codeChanges.push_back(line.get<std::string>());
+        }
+    }
+    const auto layout = relaunch.find("layout");
+    if (layout == relaunch.end()) {
+        return {};
+    }
+    if (!layout->is_object() || !readLayout(*layout, "captured", info.capturedLayout) ||
+        !readLayout(*layout, "relaunched", info.relaunchedLayout)) {
+        return "hello reply: relaunch.layout is malformed";
+    }
+    if (const auto n = layout->find("ranks_per_rank"); n != layout->end()) {
+        if (!n->is_number_integer()) {
+            return "hello reply: relaunch.layout.ranks_per_rank is not an integer";
+        }
+        info.ranksPerRank = std::max(1, clampedSize(*n));
+    }
+    return {};
+}
+
 } // namespace
 
 Result<AgentInfo> ReplyHeader::hello() const {
@@ -174,15 +232,8 @@ Result<AgentInfo> ReplyHeader::hello() const {
         }
     }
     if (const auto relaunch = v.find("relaunch"); relaunch != v.end() && relaunch->is_object()) {
-        info.relaunched = true;
-        const auto changes = relaunch->find("code_changes");
-        if (changes != relaunch->end() && changes->is_array()) {
-            for (const auto& line : *changes) {
-                if (!line.is_string()) {
-                    return badReply("hello reply: relaunch.code_changes holds a non-string");
-                }
-                info.codeChanges.push_back(line.get<std::string>());
-            }
+        if (auto problem = readRelaunch(*relaunch, info); !problem.empty()) {
+            return badReply(std::move(problem));
         }
     }
     return info;

@@ -16,6 +16,7 @@ from .reference_feed import ReferenceFeed
 from .replay_context import ReplayContext
 from .serve_config import ServeConfig
 from .serve_loop import ServeLoop
+from .served_ranks import ServedRanksWorker
 from .socket_server import SocketServer
 from .token_file import default_token_path, new_token, write_private
 
@@ -56,6 +57,10 @@ def _start_server(
 
 def _setup(tracer: Any, reference: Any, options: dict[str, Any], channel: RankChannel) -> tuple:
     config = ServeConfig.resolve(reference, **options)
+    layout = getattr(tracer, "relaunch_layout", None)
+    if layout is not None and layout.served != (tracer.rank,):  # serving other captured ranks
+        served = ServedRanksWorker(tracer, config.reference, layout, channel)
+        return config, served.own, served.feed, served
     own = OwnCapture(tracer.out_dir, tracer.rank)
     feed = ReferenceFeed(config.reference, own)
     worker = RankWorker(ReplayContext(tracer, feed, tracer.rank), RankGate(channel, tracer.rank))

@@ -15,6 +15,8 @@ class ErrorCode(str, Enum):
     NO_REFERENCE_TENSOR = "no_reference_tensor"
     NOT_REPLAYABLE = "not_replayable"
     REPLAY_FAILED = "replay_failed"
+    # A relaunch smaller than the job lacks a group this replay needs (relaunch_layout.py).
+    LAYOUT_TOO_SMALL = "layout_too_small"
 
 
 class AgentError(Exception):

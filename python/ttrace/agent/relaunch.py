@@ -30,6 +30,7 @@ from ttrace.capture.replay_record import grad_owners, module_buffers
 
 from .agent import serve
 from .rank_channel import RankChannel
+from .relaunch_layout import LayoutError, RelaunchLayout, layout_text, relaunch_layout
 
 log = logging.getLogger("ttrace.agent")
 REPLAY_ENV = "TTRACE_REPLAY"
@@ -58,20 +59,19 @@ def _replay_section(candidate: Path) -> dict[str, Any]:
     return manifest
 
 
-def check_layout(tracer: Any, manifest: dict[str, Any]) -> None:
-    if int(manifest["world_size"]) != tracer.world_size:
-        raise RelaunchError(
-            f"the candidate bundle has {manifest['world_size']} ranks, this relaunch "
-            f"{tracer.world_size}: relaunch with the job's world size"
+def check_layout(tracer: Any, manifest: dict[str, Any]) -> RelaunchLayout:
+    """Which captured ranks this relaunched rank serves (its own, or with data parallelism
+    dropped, every captured data-parallel rank of its groups: `relaunch_layout`)."""
+    try:
+        return relaunch_layout(
+            manifest,
+            tracer.rank,
+            tracer.world_size,
+            tracer.parallel.sizes(),
+            tracer.parallel.coords(),
         )
-    recorded = next(r for r in manifest["ranks"] if int(r["rank"]) == tracer.rank)
-    mine = {k: int(v) for k, v in tracer.parallel.coords().items()}
-    theirs = {k: int(v) for k, v in recorded.get("coords", {}).items()}
-    if any(theirs.get(k, 0) != v for k, v in mine.items()):
-        raise RelaunchError(
-            f"rank {tracer.rank} holds {mine} in this relaunch but {theirs} in the bundle: "
-            "relaunch with the job's parallel layout"
-        )
+    except LayoutError as exc:
+        raise RelaunchError(str(exc)) from None
 
 
 def _changed_buffers(tracer: Any, recorded: dict[str, dict[str, str]]) -> dict[str, str]:
@@ -131,9 +131,12 @@ def _restore_main_grads(tracer: Any, records: dict[str, dict[str, Any]]) -> None
 
 def _prepare(tracer: Any, optimizer: Any, candidate: Path) -> dict[str, Any]:
     manifest = _replay_section(candidate)
-    check_layout(tracer, manifest)
+    layout = check_layout(tracer, manifest)
+    tracer.relaunch_layout = layout
     replay = manifest["replay"]
-    rank_record = next(r for r in replay["ranks"] if int(r["rank"]) == tracer.rank)
+    # The captured ranks served share their calls (data parallelism changes only the data):
+    # the first one's templates, buffers and gradients stand for all.
+    rank_record = next(r for r in replay["ranks"] if int(r["rank"]) == layout.served[0])
     tracer.out_dir = candidate
     tracer.hooks = ModuleHooks(
         tracer.names, tracer.inference, tracer.state, _no_sink, tracer.table, tracer.perturbation
@@ -184,10 +187,23 @@ def serve_relaunched(tracer: Any, optimizer: Any) -> NoReturn:
         print(f"ttrace serve: rank {tracer.rank}: {why}", file=sys.stderr, flush=True)
         raise SystemExit(2)
     changes = _code_report(tracer, replay.get("code", {}), channel)
-    tracer.replay_hello = {"relaunch": {"code_changes": changes}}
+    layout = tracer.relaunch_layout
+    tracer.replay_hello = {"relaunch": {"code_changes": changes, "layout": layout.hello()}}
     if channel.rank == 0:
         for line in changes or ["the same as captured"]:
             print(f"ttrace serve: code: {line}", file=sys.stderr, flush=True)
+        print(
+            f"ttrace serve: layout: captured {layout_text(layout.captured)} on "
+            f"{layout.captured_world} ranks, relaunched {layout_text(layout.relaunched)} on "
+            f"{layout.relaunched_world}"
+            + (
+                f" (each rank replays {len(layout.served)} captured ranks in turn)"
+                if layout.reduced
+                else ""
+            ),
+            file=sys.stderr,
+            flush=True,
+        )
     serve(tracer)
     if channel.distributed:
         dist.barrier()

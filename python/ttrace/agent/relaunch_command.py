@@ -4,6 +4,9 @@ under its launcher (or the LAUNCH the user gives), in replay mode.
 The program part is what followed the interpreter (`-m examples.gpt.train --tp 2 ...` or
 `train.py ...`); LAUNCH replaces only the launcher and is followed by the program part as
 torchrun takes it (for srun or mpirun, end LAUNCH with the interpreter: `srun -n 4 python`).
+A LAUNCH that names the program itself (`torchrun --nproc-per-node 2 train.py --tp 2 --dp 1`)
+is the whole command: the user gives the script's own options, e.g. a smaller layout
+(`relaunch_layout.py`).
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ class RelaunchCommand:
     cwd: Path
     env: dict[str, str]  # set on top of this process's environment
     launcher: dict[str, Any]
+    whole: bool = False  # LAUNCH named the program: it is the whole command, options included
 
     def show(self) -> str:
         lines = [f"  cd {self.cwd}"]
@@ -86,6 +90,13 @@ def default_launcher(launcher: Mapping[str, Any]) -> list[str]:
     )
 
 
+def names_program(launch: Sequence[str], argv: Sequence[str]) -> bool:
+    """Whether LAUNCH holds the recorded program (its script or `-m` module) itself."""
+    program = argv[1] if len(argv) > 1 and argv[0] == "-m" else argv[0]
+    script = program.endswith(".py")
+    return any(a == program or (script and Path(a).name == Path(program).name) for a in launch)
+
+
 def relaunch_command(
     manifest: Mapping[str, Any],
     reference: Path,
@@ -106,15 +117,17 @@ def relaunch_command(
             f"the job ran in {where}, which does not exist here: pass --cwd with the folder "
             "holding the training code"
         )
+    argv = list(record["argv"])
+    whole = bool(launch) and names_program(launch, argv)
+    if whole:
+        argv = []  # LAUNCH is the whole command, the script's options included
     launcher = list(launch) if launch else default_launcher(record.get("launcher", {}))
     env = dict(record.get("env", {}))
     env.update(agent_env)
     env[REPLAY_ENV] = "1"
     env[CANDIDATE_ENV] = str(candidate.resolve())
     env["TTRACE_REFERENCE"] = str(reference.resolve())
-    return RelaunchCommand(
-        [*launcher, *record["argv"]], where, env, dict(record.get("launcher", {}))
-    )
+    return RelaunchCommand([*launcher, *argv], where, env, dict(record.get("launcher", {})), whole)
 
 
 def child_environment(command: RelaunchCommand) -> dict[str, str]:

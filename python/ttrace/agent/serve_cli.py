@@ -148,9 +148,12 @@ def main(argv: Sequence[str]) -> int:
     if a.print_plan:
         print(json.dumps(command.plan(), indent=2))
         return 0
+    ranks = int(command.launcher.get("world_size", 1))
+    # A LAUNCH that names the program sets the relaunch's own layout (maybe smaller).
+    size = f"the layout LAUNCH gives; the job had {ranks}" if command.whole else f"{ranks}"
     print(
         f"ttrace serve: relaunching the candidate {a.candidate} in replay mode "
-        f"({command.launcher.get('world_size', 1)} ranks), no training step runs:\n"
+        f"({size} ranks), no training step runs:\n"
         f"{command.show()}",
         file=sys.stderr,
         flush=True,

@@ -86,6 +86,11 @@ def _body(blob: bytes) -> tuple[dict[str, Any], memoryview]:
     ]
 
 
+def read_blob(blob: bytes) -> tuple[dict[str, Any], memoryview]:
+    """(the JSON object, the payloads after it) of one rank's blob."""
+    return _body(blob)
+
+
 def merge_blobs(blobs: list[bytes]) -> tuple[list[dict[str, Any]], list[bytes]]:
     """(entries with `frame`, payload frames) of every rank, in rank order. When a rank
     failed, raises the lowest failing rank's error (ranks that were only aborted because of

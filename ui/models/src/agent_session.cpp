@@ -1,5 +1,6 @@
 #include "ttrace/ui/models/agent_session.h"
 
+#include "ttrace/replay/relaunch_layout_text.h"
 #include "ttrace/replay/token_file.h"
 #include "ttrace/ui/models/code_changes_text.h"
 
@@ -124,6 +125,11 @@ QString AgentSession::statusText() const {
         text += codeChanged(*info_)
                     ? tr(" · code CHANGED since capture (%1)").arg(info_->codeChanges.size())
                     : tr(" · same code as captured");
+    }
+    if (replay::relaunchIsSmaller(*info_)) {
+        text += tr(" · relaunched %1 of %2")
+                    .arg(qstr(replay::layoutName(info_->relaunchedLayout.parallel)),
+                         qstr(replay::layoutName(info_->capturedLayout.parallel)));
     }
     if (busy_) {
         text += tr(" · busy");

@@ -1,5 +1,7 @@
 #include "ttrace/ui/models/code_changes_text.h"
 
+#include "ttrace/replay/relaunch_layout_text.h"
+
 #include <QCoreApplication>
 
 namespace ttrace::ui {
@@ -24,6 +26,10 @@ QString codeChangesLine(const replay::AgentInfo& info) {
 
 QString codeChangesDetail(const replay::AgentInfo& info) {
     QString text = codeChangesLine(info);
+    // The relaunch's layout next to the captured one, worded as `ttrace localize` words it.
+    if (const auto layout = replay::relaunchLayoutLine(info); !layout.empty()) {
+        text += tr("\nlayout: %1").arg(QString::fromStdString(layout));
+    }
     for (const auto& change : info.codeChanges) {
         text += QStringLiteral("\n  ") + QString::fromStdString(change);
     }

@@ -20,6 +20,12 @@ struct BundleIdentity {
     std::string created;   // the manifest's creation time
 };
 
+// The parallel layout of a job: its world size and sizes per dimension ("tp", "dp", ...).
+struct JobLayout {
+    int worldSize = 0;
+    std::map<std::string, int> parallel;
+};
+
 struct AgentInfo {
     std::string agent; // e.g. "ttrace 0.1.0"
     int protocol = 0;
@@ -36,6 +42,12 @@ struct AgentInfo {
     // between the code it runs and the code the bundle was captured with (empty: the same).
     bool relaunched = false;
     std::vector<std::string> codeChanges;
+    // A relaunch's own layout next to the captured one (worldSize 0 when the agent does not
+    // say: a live job, or an older agent). Smaller than the captured one when the relaunch
+    // dropped data parallelism: each of its ranks then replays `ranksPerRank` captured ranks.
+    JobLayout capturedLayout;
+    JobLayout relaunchedLayout;
+    int ranksPerRank = 1;
     // The captures the agent serves; absent (empty) from agents older than capture ids.
     BundleIdentity candidateIdentity;
     BundleIdentity referenceIdentity;

@@ -48,6 +48,9 @@ struct ModuleVerdict {
     double seconds = 0.0;      // request to judgement, as seen by the client
     ReplayJudgement judgement; // per tensor
     int level = 0;             // 0 for a root of the walk, 1 for its children, ...
+    // The agent refused it for its layout (`layout_too_small`: a relaunch without a group the
+    // replay needs): another agent could judge it, so it is no answer, not a module's trait.
+    bool layoutRefused = false;
 };
 
 struct LocalizeResult {
@@ -66,6 +69,15 @@ struct LocalizeResult {
     bool cancelled = false;
     double seconds = 0.0; // the whole walk
 
+    // Some replay was refused because the agent's relaunch is smaller than the job.
+    [[nodiscard]] bool layoutRefused() const {
+        for (const auto& v : verdicts) {
+            if (v.layoutRefused) {
+                return true;
+            }
+        }
+        return false;
+    }
     [[nodiscard]] bool introduced() const {
         return !guilty.empty() || guiltyPhase.has_value() || entry.has_value();
     }

@@ -30,6 +30,7 @@ enum class ErrorCode {
     UnknownModule,
     NoReferenceTensor,
     NotReplayable,
+    LayoutTooSmall, // a relaunch smaller than the job lacks a group the replay needs
     ReplayFailed,
     UnknownAgentError, // an error code this client does not know (a newer agent)
 };
