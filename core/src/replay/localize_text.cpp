@@ -31,6 +31,36 @@ std::string_view moduleFindingText(ModuleFinding finding) {
     return "";
 }
 
+std::string_view refusalText(Refusal refusal) {
+    switch (refusal) {
+    case Refusal::None: return "";
+    case Refusal::Stochastic:
+        return "the module draws random numbers: its replay would not see the reference's "
+               "random stream";
+    case Refusal::RecomputeStochastic:
+        return "a recompute of a module that draws random numbers: whether the recompute "
+               "restored the random state cannot be replayed (the diff's verdict stands)";
+    case Refusal::RecomputeGradients:
+        return "a recompute has no gradients of its own: they are filed under the call it "
+               "recomputes";
+    case Refusal::CallNotRecorded:
+        return "that call of the module was not recorded in this micro-batch";
+    case Refusal::HandoffUnrecorded:
+        return "a side of the pipeline hand-off (sent or received) was not captured";
+    case Refusal::Unknown: return "refused for a reason this client does not know";
+    }
+    return "";
+}
+
+std::string refusalReason(const Error& error) {
+    const auto words = refusalText(error.refusal);
+    const std::string code(errorCodeName(error.code));
+    if (words.empty()) {
+        return code + ": " + error.message;
+    }
+    return code + ": " + std::string(words) + " (" + error.message + ")";
+}
+
 ModuleFinding findingOf(const ModuleVerdict& v) {
     const bool optimizer =
         v.suspect.phase == LocalizePhase::Step || v.suspect.phase == LocalizePhase::Reduction;
