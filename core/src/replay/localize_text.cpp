@@ -1,16 +1,12 @@
 #include "ttrace/replay/localize_text.h"
 
 #include "ttrace/replay/localize_report.h"
+#include "ttrace/replay/localize_walk.h"
 
 #include <algorithm>
 
 namespace ttrace::replay {
 namespace {
-
-bool isBelow(const std::string& module, const std::string& ancestor) {
-    return module.size() > ancestor.size() + 1 && module.starts_with(ancestor) &&
-           module[ancestor.size()] == '.';
-}
 
 bool contains(const std::vector<std::string>& names, const std::string& name) {
     return std::find(names.begin(), names.end(), name) != names.end();
