@@ -71,7 +71,10 @@ def special_rows(bundle: Path, calls: dict[str, str]) -> dict[str, str]:
     replayed ("" when they can), for `hello`: a hand-off always can be asked (the replay
     refuses with a typed reason when a side is missing); a recompute as its call, except
     that a stochastic call's recompute is asked too, and refused with its own reason."""
-    manifest = json.loads((Path(bundle) / "manifest.json").read_text(encoding="utf-8"))
+    try:
+        manifest = json.loads((Path(bundle) / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}  # no manifest to list rows from: `hello` says each was not recorded
     out: dict[str, str] = {}
     for entry in manifest.get("modules", []):
         row = ReplayRow.parse(str(entry.get("name", "")))
