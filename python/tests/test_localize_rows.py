@@ -11,9 +11,9 @@ framework code with no annotation, each candidate kept up after capture as its a
 - activation recompute (`torch.utils.checkpoint`) that does not restore the random state:
   the deterministic recomputed modules are replayed (inherited), the ones that draw random
   numbers are refused with their typed reason, worded as every front end words it;
-- mixture of experts (Megatron-core, EP2, all-to-all dispatcher): one expert's own code is
-  wrong on its EP rank; the expert is replayed with its tokens in the dispatcher's order and
-  named by its global id, the other experts agree.
+- mixture of experts (Megatron-core, EP2 and EP2 x expert-DP2, all-to-all dispatcher): one
+  expert's own code is wrong on one rank; the expert is replayed with its tokens in the
+  dispatcher's order and named by its global id, the other experts agree.
 
 Slow (Megatron references and candidates): the CTest entry `python_localize_rows`.
 """
@@ -218,25 +218,47 @@ def test_recompute_replayed_or_refused_with_its_reason(
 MOE_EXPERT = "decoder.layers.0.mlp.experts.local_experts"
 
 
+@pytest.fixture(scope="module")
+def moe_reference(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("moe") / "moe-reference"
+    return reference_of(out, "tests.megatron.gpt_train", ["--moe"])
+
+
 def test_expert_bug_is_named_by_its_global_id(
-    tmp_path: Path, serving: list[ServingCandidate]
+    tmp_path: Path, moe_reference: Path, serving: list[ServingCandidate]
 ) -> None:
-    reference = reference_of(tmp_path / "moe-reference", "tests.megatron.gpt_train", ["--moe"])
     args = ["--moe", "--ep", "2", "--bug", "expert_scale"]
-    job = ServingCandidate(tmp_path / "moe", reference, "tests.megatron.gpt_train", args, 2)
+    job = ServingCandidate(tmp_path / "moe", moe_reference, "tests.megatron.gpt_train", args, 2)
     serving.append(job)
-    rc, report, text = job.localize(reference, tmp_path / "moe-walk.json")
+    rc, report, text = job.localize(moe_reference, tmp_path / "moe-walk.json")
     print(f"\nMoE EP2 expert bug: exit {rc}, {TIMES['moe-walk']:.1f} s\n{text}")
     # Local expert 0 of EP rank 1 is global expert 2.
     assert rc == 1 and report["guilty"] == [f"{MOE_EXPERT}.2.linear_fc2"], text
     # Every other expert, on either EP rank, agrees given the reference's tokens.
     others = [a for e in (0, 1, 3) for a in ("--module", f"{MOE_EXPERT}.{e}")]
-    rc, report, text = job.localize(reference, tmp_path / "moe-experts.json", *others)
+    rc, report, text = job.localize(moe_reference, tmp_path / "moe-experts.json", *others)
     assert rc == 0, text
     assert {v["verdict"] for v in report["verdicts"]} == {"inherited"}, text
     rc, report, text = job.localize(
-        reference,
+        moe_reference,
         tmp_path / "moe-expert-backward.json",
         *("--module", f"{MOE_EXPERT}.2", "--phase", "backward", "--shutdown"),
     )
     assert rc == 1 and report["verdicts"][0]["verdict"] == "introduced", text
+
+
+def test_expert_bug_under_expert_data_parallelism(
+    tmp_path: Path, moe_reference: Path, serving: list[ServingCandidate]
+) -> None:
+    """EP2 x expert-DP2: each expert's rows are split over its two copies; the container's
+    token counts are partial sums over them and cannot be fed, which is said with its
+    reason, and the walk goes on to name the expert."""
+    args = ["--moe", "--ep", "2", "--bug", "expert_scale"]
+    job = ServingCandidate(tmp_path / "edp", moe_reference, "tests.megatron.gpt_train", args, 4)
+    serving.append(job)
+    rc, report, text = job.localize(moe_reference, tmp_path / "edp-walk.json", "--shutdown")
+    print(f"\nMoE EP2 x expert-DP2 expert bug: exit {rc}, {TIMES['edp-walk']:.1f} s\n{text}")
+    assert rc == 1 and report["guilty"] == [f"{MOE_EXPERT}.2.linear_fc2"], text
+    container = verdicts(report)[("decoder.layers.0.mlp.experts", "forward", 0)]
+    assert container["verdict"] == "not replayable", text
+    assert "held as partial sums across ranks" in container["reason"], container

@@ -232,6 +232,7 @@ private slots:
                  "not_replayable: " + std::string(refusalText(Refusal::RecomputeStochastic)) +
                      " (rank 0: stochastic)");
         QCOMPARE(refusalOf("handoff_unrecorded"), Refusal::HandoffUnrecorded);
+        QCOMPARE(refusalOf("partial_integer_input"), Refusal::PartialIntegerInput);
         QCOMPARE(refusalOf(""), Refusal::None);
         QCOMPARE(refusalOf("from_a_newer_agent"), Refusal::Unknown);
         // Without a typed reason the agent's message stands alone, as before.

@@ -43,6 +43,10 @@ std::string_view refusalText(Refusal refusal) {
         return "that call of the module was not recorded in this micro-batch";
     case Refusal::HandoffUnrecorded:
         return "a side of the pipeline hand-off (sent or received) was not captured";
+    case Refusal::PartialIntegerInput:
+        return "an integer input (such as tokens per expert over expert data parallelism) is "
+               "held as partial sums across ranks: no rank's share of the reference's value is "
+               "known";
     case Refusal::Unknown: return "refused for a reason this client does not know";
     }
     return "";

@@ -105,6 +105,14 @@ class ModuleReplay:
                 )
             # Cut as this rank's capture cut the requested row's own input.
             own = self.ctx.feed.own.get(self._key(req, "nominal", "forward_input", slot.index))
+            if own is not None and own.placement.combine == "sum" and not slot.is_float:
+                # Counts (tokens per expert over expert-DP) are no sum of shares a module can
+                # take: the reference's total on one rank and zeros elsewhere would be wrong.
+                raise AgentError(
+                    ErrorCode.NOT_REPLAYABLE,
+                    f"{key.path}: this rank holds a partial sum of an integer input",
+                    Refusal.PARTIAL_INTEGER_INPUT,
+                )
             t = self.ctx.feed.shard(key, device, place_as=own)
             if req.phase == "backward" and slot.requires_grad and t.is_floating_point():
                 t.requires_grad_()

@@ -37,6 +37,7 @@ class Refusal(str, Enum):
     RECOMPUTE_GRADIENTS = "recompute_gradients"  # a recompute row has no gradients of its own
     CALL_NOT_RECORDED = "call_not_recorded"  # no template of that call on this rank
     HANDOFF_UNRECORDED = "handoff_unrecorded"  # a side of the hand-off was not captured
+    PARTIAL_INTEGER_INPUT = "partial_integer_input"  # integer input held as partial sums
 
 
 @dataclass(frozen=True)

@@ -43,6 +43,7 @@ enum class Refusal {
     RecomputeGradients,  // a recompute row has no gradients of its own
     CallNotRecorded,     // the call named (`@call<k>`, `@recompute`) was not recorded
     HandoffUnrecorded,   // a side of a pipeline hand-off was not captured
+    PartialIntegerInput, // an integer input held as partial sums (token counts over expert-DP)
     Unknown,             // a reason this client does not know (a newer agent)
 };
 // The agent's wire reason to ours ("" -> None).
