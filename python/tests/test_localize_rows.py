@@ -5,7 +5,8 @@ framework code with no annotation, each candidate kept up after capture as its a
 - a pipeline hand-off (Megatron-core 0.16.1, PP2, 1F1B): stage 1 consumes a stale
   activation; the hand-off `decoder.layers.1@handoff` is replayed (what the candidate's
   hand-off did, applied to the reference's value) and named, the next stage's layers fed the
-  reference's input are inherited;
+  reference's input are inherited, from the live job and from its bundles relaunched by
+  `ttrace serve`;
 - a module called twice (a shared block under DDP) with a bug on its second call's path
   only: `shared@call1` is named, its first call agrees;
 - activation recompute (`torch.utils.checkpoint`) that does not restore the random state:
@@ -32,6 +33,7 @@ from pathlib import Path
 import pytest
 from cli_paths import ttrace_binary
 from job_runner import run_module
+from serve_job import RelaunchJob
 
 PYTHON_DIR = Path(__file__).resolve().parents[1]
 TIMES: dict[str, float] = {}
@@ -84,17 +86,7 @@ class ServingCandidate:
         return self.log_path.read_text()[-6000:]
 
     def localize(self, reference: Path, out: Path, *extra: str) -> tuple[int, dict, str]:
-        """`ttrace localize` against this agent: (exit code, JSON report, its output)."""
-        command = [
-            str(ttrace_binary()), "localize", str(reference), str(self.bundle),
-            "--agent", self.endpoint(), "--token-file", str(self.token_file),
-            "--json", str(out), "--no-cache", *extra,
-        ]  # fmt: skip
-        started = time.monotonic()
-        proc = subprocess.run(command, capture_output=True, text=True, timeout=600)
-        TIMES[out.stem] = time.monotonic() - started
-        report = json.loads(out.read_text()) if out.exists() else {}
-        return proc.returncode, report, proc.stdout + proc.stderr
+        return localize(reference, self.bundle, self.endpoint(), self.token_file, out, *extra)
 
     def stop(self) -> None:
         if self.proc.poll() is None:
@@ -105,6 +97,22 @@ class ServingCandidate:
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait()
         self.log.close()
+
+
+def localize(
+    reference: Path, bundle: Path, endpoint: str, token_file: Path, out: Path, *extra: str
+) -> tuple[int, dict, str]:
+    """`ttrace localize` against an agent: (exit code, JSON report, its output)."""
+    command = [
+        str(ttrace_binary()), "localize", str(reference), str(bundle),
+        "--agent", endpoint, "--token-file", str(token_file),
+        "--json", str(out), "--no-cache", *extra,
+    ]  # fmt: skip
+    started = time.monotonic()
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    TIMES[out.stem] = time.monotonic() - started
+    report = json.loads(out.read_text()) if out.exists() else {}
+    return proc.returncode, report, proc.stdout + proc.stderr
 
 
 @pytest.fixture
@@ -156,6 +164,18 @@ def test_stale_pipeline_activation_is_introduced_at_the_hand_off(
     )
     assert rc == 0 and report["verdicts"][0]["verdict"] == "inherited", text
     assert job.proc.wait(timeout=120) == 0, job.output()
+    # Relaunched from the bundles alone (`ttrace serve`), the hand-off replays the same.
+    relaunch = RelaunchJob(tmp_path / "serve", reference, job.bundle, cwd=tmp_path)
+    try:
+        endpoint, _, _ = relaunch.wait_serving()
+        out = tmp_path / "pp2-relaunch.json"
+        rc, report, text = localize(
+            reference, job.bundle, endpoint, relaunch.token_file, out, "--shutdown"
+        )
+        assert rc == 1 and report["guilty"] == ["decoder.layers.1@handoff"], text
+        assert relaunch.proc.wait(timeout=120) == 0, relaunch.output()
+    finally:
+        relaunch.kill()
 
 
 CALLS = "tests.frameworks.repeated_calls"
