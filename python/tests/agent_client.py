@@ -28,7 +28,7 @@ class AgentClient:
 
     def send(self, op: str, **fields: Any) -> int:
         self.next_id += 1
-        body = {"protocol": 1, "token": self.token, "id": self.next_id, "op": op, **fields}
+        body = {"protocol": 2, "token": self.token, "id": self.next_id, "op": op, **fields}
         self.socket.send(json.dumps(body).encode())
         return self.next_id
 

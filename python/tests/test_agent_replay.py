@@ -105,7 +105,7 @@ def error_code(header: dict) -> str:
 def test_hello_describes_the_job(correct, reference: Path) -> None:
     job, client = correct
     header, _ = client.call("hello")
-    assert header["status"] == "ok" and header["protocol"] == 1
+    assert header["status"] == "ok" and header["protocol"] == 2
     assert header["agent"].startswith("ttrace ")
     assert header["world_size"] == 4 and header["parallel"]["tp"] == 2
     assert header["reference"] == str(reference.resolve())
@@ -209,18 +209,18 @@ def test_protocol_errors(correct) -> None:
         client.send_raw(frames)
         return client.receive()[0]
 
-    old = raw([json.dumps({"protocol": 2, "token": token, "id": 7, "op": "hello"}).encode()])
-    assert error_code(old) == "version" and old["protocol"] == 1 and old["id"] == 7
-    no_token = raw([json.dumps({"protocol": 1, "id": 8, "op": "ping"}).encode()])
+    old = raw([json.dumps({"protocol": 1, "token": token, "id": 7, "op": "hello"}).encode()])
+    assert error_code(old) == "version" and old["protocol"] == 2 and old["id"] == 7
+    no_token = raw([json.dumps({"protocol": 2, "id": 8, "op": "ping"}).encode()])
     assert error_code(no_token) == "unauthenticated" and no_token["id"] == 8
     big = raw(
-        [json.dumps({"protocol": 1, "token": token, "op": "ping", "x": "a" * 70000}).encode()]
+        [json.dumps({"protocol": 2, "token": token, "op": "ping", "x": "a" * 70000}).encode()]
     )
     assert error_code(big) == "too_large" and big["id"] is None
-    for garbage in (b"\xff\xfe\x00garbage", b'{"protocol": 1, "tok', b"[1, 2]", b""):
+    for garbage in (b"\xff\xfe\x00garbage", b'{"protocol": 2, "tok', b"[1, 2]", b""):
         reply = raw([garbage])
         assert error_code(reply) == "malformed" and reply["id"] is None
-    ping = json.dumps({"protocol": 1, "token": token, "id": 9, "op": "ping"}).encode()
+    ping = json.dumps({"protocol": 2, "token": token, "id": 9, "op": "ping"}).encode()
     assert error_code(raw([ping, b"extra"])) == "malformed"
     typed = raw([json.dumps({"protocol": "1", "token": token, "op": "ping"}).encode()])
     assert error_code(typed) == "malformed"
@@ -260,7 +260,7 @@ KILLED_CLIENT = """
 import json, sys, time, zmq
 s = zmq.Context().socket(zmq.DEALER)
 s.connect("tcp://" + sys.argv[1])
-s.send(json.dumps({"protocol": 1, "token": sys.argv[2], "id": 1, "op": "replay",
+s.send(json.dumps({"protocol": 2, "token": sys.argv[2], "id": 1, "op": "replay",
     "module": "layers.1", "iteration": 1, "micro_batch": 0, "phase": "backward",
     "variants": ["nominal", "perturbed-1"]}).encode())
 print("sent", flush=True)

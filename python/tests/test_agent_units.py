@@ -15,9 +15,11 @@ import torch
 from torch import nn
 
 from ttrace.agent.errors import AgentError, ErrorCode
+from ttrace.agent.module_replay import refusal_check
 from ttrace.agent.reference_feed import cut
 from ttrace.agent.replay_request import ReplayRequest
-from ttrace.agent.shard_codec import merge_blobs, shard_entry, tensors_blob
+from ttrace.agent.replay_rows import Refusal, ReplayRow, RowKind
+from ttrace.agent.shard_codec import error_blob, merge_blobs, shard_entry, tensors_blob
 from ttrace.agent.state_guard import StateGuard
 from ttrace.agent.token_file import new_token, token_matches, write_private
 from ttrace.agent.wire import MAX_REQUEST, parse_request
@@ -32,7 +34,7 @@ def _code(frames: list[bytes]) -> ErrorCode:
 
 
 def test_parse_request_checks_shape_size_json_and_types() -> None:
-    good = {"protocol": 1, "token": "t", "id": 3, "op": "ping"}
+    good = {"protocol": 2, "token": "t", "id": 3, "op": "ping"}
     req = parse_request([json.dumps(good).encode()])
     assert (req.id, req.op, req.token) == (3, "ping", "t")
     assert _code([b"{}", b"{}"]) is ErrorCode.MALFORMED
@@ -40,7 +42,12 @@ def test_parse_request_checks_shape_size_json_and_types() -> None:
     assert _code([b"\xff"]) is ErrorCode.MALFORMED
     assert _code([b"{"]) is ErrorCode.MALFORMED
     assert _code([b"3"]) is ErrorCode.MALFORMED
-    assert _code([json.dumps({**good, "protocol": 2}).encode()]) is ErrorCode.VERSION
+    assert _code([json.dumps({**good, "protocol": 3}).encode()]) is ErrorCode.VERSION
+    # A client of protocol 1 (before replays of hand-off, call and recompute rows) is refused,
+    # told which version this agent speaks.
+    with pytest.raises(AgentError) as older:
+        parse_request([json.dumps({**good, "protocol": 1}).encode()])
+    assert older.value.code is ErrorCode.VERSION and "speaks 2" in older.value.message
     assert _code([json.dumps({**good, "protocol": True}).encode()]) is ErrorCode.MALFORMED
     assert _code([json.dumps({**good, "id": "3"}).encode()]) is ErrorCode.MALFORMED
     assert _code([json.dumps({**good, "token": 5}).encode()]) is ErrorCode.MALFORMED
@@ -234,3 +241,52 @@ def test_call_inference_places_what_capture_did_not_store(tmp_path: Path) -> Non
         assert placement == own.get(key).placement == Placement.full((4, 3))
     finally:
         own.close()
+
+
+@pytest.mark.parametrize(
+    ("name", "kind", "call", "module"),
+    [
+        ("layers.0", RowKind.MODULE, "layers.0", "layers.0"),
+        ("shared@call1", RowKind.CALL, "shared@call1", "shared"),
+        ("shared.fc1@call12", RowKind.CALL, "shared.fc1@call12", "shared.fc1"),
+        ("layers.1.mask@recompute", RowKind.RECOMPUTE, "layers.1.mask", "layers.1.mask"),
+        ("shared@call1@recompute", RowKind.RECOMPUTE, "shared@call1", "shared"),
+        ("decoder.layers.1@handoff", RowKind.HANDOFF, "decoder.layers.1", "decoder.layers.1"),
+        ("odd@call0", RowKind.MODULE, "odd@call0", "odd@call0"),  # call 0 has no suffix
+    ],
+)
+def test_replay_rows_name_the_module_and_the_call(
+    name: str, kind: RowKind, call: str, module: str
+) -> None:
+    row = ReplayRow.parse(name)
+    assert (row.name, row.kind, row.call, row.module) == (name, kind, call, module)
+
+
+def test_refusals_are_typed_and_travel_between_ranks() -> None:
+    def request(module: str, phase: str = "forward") -> ReplayRequest:
+        return ReplayRequest(module, 0, 0, phase, ("nominal",))
+
+    stochastic = CallTemplate.of_call((torch.ones(2),), {})
+    stochastic.stochastic = True
+    cases = [
+        (ReplayRow.parse("m@recompute"), request("m@recompute"), Refusal.RECOMPUTE_STOCHASTIC),
+        (ReplayRow.parse("m"), request("m"), Refusal.STOCHASTIC),
+        (
+            ReplayRow.parse("m@recompute"),
+            request("m@recompute", "backward"),
+            Refusal.RECOMPUTE_GRADIENTS,
+        ),
+    ]
+    for row, req, reason in cases:
+        with pytest.raises(AgentError) as info:
+            refusal_check(row, req, stochastic)
+        assert info.value.code is ErrorCode.NOT_REPLAYABLE and info.value.reason == reason
+        # The reason survives the blob every rank sends rank 0.
+        blob = error_blob(1, info.value)
+        with pytest.raises(AgentError) as merged:
+            merge_blobs([tensors_blob(0, []), blob])
+        assert merged.value.as_dict()["reason"] == reason.value
+    # A module called more than once is no longer refused: each call is replayed as its own.
+    again = CallTemplate.of_call((torch.ones(2),), {})
+    again.calls = 2
+    refusal_check(ReplayRow.parse("m"), request("m"), again)

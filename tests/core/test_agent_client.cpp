@@ -135,11 +135,11 @@ private slots:
     void otherProtocolVersionIsRefused() {
         ScriptedAgent agent([](const json& r) -> std::vector<ScriptedAgent::Frames> {
             auto hello = helloHeader(r.at("id"));
-            hello["protocol"] = 2;
+            hello["protocol"] = 1; // an agent from before replays of hand-off and call rows
             return {{hello.dump()}};
         });
         AgentClient client(optionsFor(agent));
-        expectError(waitFor(client.hello()), ErrorCode::Version, "protocol 2");
+        expectError(waitFor(client.hello()), ErrorCode::Version, "protocol 1");
     }
 
     void agentErrorsAndBusyKeepTheirCodes() {
@@ -295,7 +295,7 @@ private slots:
                 return {{std::string("\x00\x01garbage", 9)}};
             }
             if (m == "no-id") {
-                return {{json{{"protocol", 1},
+                return {{json{{"protocol", 2},
                               {"id", nullptr},
                               {"status", "error"},
                               {"error", {{"code", "malformed"}, {"message", "not JSON"}}}}

@@ -379,6 +379,17 @@ private slots:
         QCOMPARE(parentAmong("layers.10.mlp", names), std::string("layers"));
         QCOMPARE(parentAmong("layers", names), std::string());
     }
+
+    void rowsOfOneCallHoldTheirOwn() {
+        const Names names{"shared", "shared@call1", "layers.1@recompute", "decoder.layers.1",
+                          "decoder.layers.1@handoff"};
+        QCOMPARE(parentAmong("shared.fc1@call1", names), std::string("shared@call1"));
+        QCOMPARE(parentAmong("shared.fc1", names), std::string("shared"));
+        QCOMPARE(parentAmong("shared.fc1@call2", names), std::string());
+        QCOMPARE(parentAmong("layers.1.mask@recompute", names), std::string("layers.1@recompute"));
+        QCOMPARE(parentAmong("decoder.layers.1@handoff", names), std::string());
+        QVERIFY(!isBelow("shared@call1", "shared"));
+    }
 };
 
 QTEST_GUILESS_MAIN(TestLocalizeWalk)

@@ -2,6 +2,7 @@
 // hostile variation (wrong types, sizes that disagree, frames missing or reused, boxes outside
 // the tensor, overflowing shapes, deep nesting, garbage) is a BadReply naming the problem.
 #include "replay/reply_builder.h"
+#include "ttrace/replay/localize_text.h"
 #include "ttrace/replay/relaunch_layout_text.h"
 #include "ttrace/replay/reply_parser.h"
 
@@ -164,20 +165,20 @@ private slots:
         QTest::addColumn<QByteArray>("text");
         QTest::newRow("empty") << QByteArray();
         QTest::newRow("not json") << QByteArray("hello agent");
-        QTest::newRow("truncated json") << QByteArray("{\"protocol\": 1, \"id\": 3, \"stat");
+        QTest::newRow("truncated json") << QByteArray("{\"protocol\": 2, \"id\": 3, \"stat");
         QTest::newRow("array") << QByteArray("[1,2,3]");
         QTest::newRow("invalid utf8")
-            << QByteArray("{\"protocol\":1,\"id\":1,\"status\":\"\xff\xfe\"}");
+            << QByteArray("{\"protocol\":2,\"id\":1,\"status\":\"\xff\xfe\"}");
         QTest::newRow("deep nesting") << QByteArray(100000, '[');
         QTest::newRow("deep objects")
             << (QByteArray("{\"a\":").repeated(5000) + "1" + QByteArray("}").repeated(5000));
         QTest::newRow("status unknown")
-            << QByteArray("{\"protocol\":1,\"id\":1,\"status\":\"maybe\"}");
+            << QByteArray("{\"protocol\":2,\"id\":1,\"status\":\"maybe\"}");
         QTest::newRow("id a string")
-            << QByteArray("{\"protocol\":1,\"id\":\"1\",\"status\":\"ok\"}");
+            << QByteArray("{\"protocol\":2,\"id\":\"1\",\"status\":\"ok\"}");
         QTest::newRow("protocol missing") << QByteArray("{\"id\":1,\"status\":\"ok\"}");
         QTest::newRow("error without object")
-            << QByteArray("{\"protocol\":1,\"id\":1,\"status\":\"error\"}");
+            << QByteArray("{\"protocol\":2,\"id\":1,\"status\":\"error\"}");
     }
     void garbageHeadersAreRejected() {
         QFETCH(QByteArray, text);
@@ -195,7 +196,7 @@ private slots:
 
     void agentErrorsKeepTheirCode() {
         const auto header = ReplyHeader::parse(
-            "{\"protocol\":1,\"id\":4,\"status\":\"error\",\"error\":{\"code\":\"not_replayable\","
+            "{\"protocol\":2,\"id\":4,\"status\":\"error\",\"error\":{\"code\":\"not_replayable\","
             "\"message\":\"stochastic: draws random numbers\"}}");
         QVERIFY(header.ok());
         QCOMPARE(*header->envelope().id, std::int64_t{4});
@@ -203,18 +204,46 @@ private slots:
         QCOMPARE(header->envelope().error->message,
                  std::string("stochastic: draws random numbers"));
         const auto unknown =
-            ReplyHeader::parse("{\"protocol\":1,\"id\":4,\"status\":\"error\",\"error\":{\"code\":"
+            ReplyHeader::parse("{\"protocol\":2,\"id\":4,\"status\":\"error\",\"error\":{\"code\":"
                                "\"timeout\",\"message\":\"x\"}}");
         // A client-side code name coming from the network is not taken at its word.
         QCOMPARE(unknown->envelope().error->code, ErrorCode::UnknownAgentError);
-        const auto busy = ReplyHeader::parse("{\"protocol\":1,\"id\":5,\"status\":\"busy\"}");
+        const auto busy = ReplyHeader::parse("{\"protocol\":2,\"id\":5,\"status\":\"busy\"}");
         QCOMPARE(busy->envelope().error->code, ErrorCode::Busy);
     }
 
     void versionMismatchIsTyped() {
-        const auto header = ReplyHeader::parse("{\"protocol\":2,\"id\":1,\"status\":\"ok\"}");
+        const auto header = ReplyHeader::parse("{\"protocol\":3,\"id\":1,\"status\":\"ok\"}");
         QVERIFY(!header.ok());
         QCOMPARE(header.error().code, ErrorCode::Version);
+        // An agent of protocol 1 (no replays of hand-off, call or recompute rows) is refused too.
+        const auto older = ReplyHeader::parse("{\"protocol\":1,\"id\":1,\"status\":\"ok\"}");
+        QVERIFY(!older.ok());
+        QCOMPARE(older.error().code, ErrorCode::Version);
+    }
+
+    void refusalReasonsAreTypedAndWordedOnce() {
+        const auto header = ReplyHeader::parse(
+            "{\"protocol\":2,\"id\":4,\"status\":\"error\",\"error\":{\"code\":\"not_replayable\","
+            "\"reason\":\"recompute_stochastic\",\"message\":\"rank 0: stochastic\"}}");
+        QVERIFY(header.ok());
+        const auto& error = *header->envelope().error;
+        QCOMPARE(error.refusal, Refusal::RecomputeStochastic);
+        QCOMPARE(refusalReason(error),
+                 "not_replayable: " + std::string(refusalText(Refusal::RecomputeStochastic)) +
+                     " (rank 0: stochastic)");
+        QCOMPARE(refusalOf("handoff_unrecorded"), Refusal::HandoffUnrecorded);
+        QCOMPARE(refusalOf("partial_integer_input"), Refusal::PartialIntegerInput);
+        QCOMPARE(refusalOf(""), Refusal::None);
+        QCOMPARE(refusalOf("from_a_newer_agent"), Refusal::Unknown);
+        // Without a typed reason the agent's message stands alone, as before.
+        const Error plain{ErrorCode::NotReplayable, "inputs not captured"};
+        QCOMPARE(refusalReason(plain), std::string("not_replayable: inputs not captured"));
+        for (const auto r :
+             {Refusal::Stochastic, Refusal::RecomputeStochastic, Refusal::RecomputeGradients,
+              Refusal::CallNotRecorded, Refusal::HandoffUnrecorded, Refusal::Unknown}) {
+            QVERIFY(!refusalText(r).empty());
+        }
     }
 
     void helloParsesModules() {

@@ -31,28 +31,6 @@ std::string mappedModule(std::string_view module) {
     return base.empty() ? handedOffModule(module) : base;
 }
 
-// The reference tensor a candidate-only tensor stands for: a recompute's original forward, a
-// hand-off's layer output (values) or its output gradient (gradients). Nullopt for others.
-std::optional<TensorId> mappedReference(const TensorId& id) {
-    TensorId out = id;
-    if (auto base = recomputedModule(id.module); !base.empty()) {
-        out.module = std::move(base);
-        return out;
-    }
-    if (auto layer = handedOffModule(id.module); !layer.empty()) {
-        out.module = std::move(layer);
-        const bool value =
-            id.kind == TensorKind::ForwardInput || id.kind == TensorKind::ForwardOutput;
-        const bool grad = id.kind == TensorKind::OutputGrad || id.kind == TensorKind::InputGrad;
-        if (!value && !grad) {
-            return std::nullopt;
-        }
-        out.kind = value ? TensorKind::ForwardOutput : TensorKind::OutputGrad;
-        return out;
-    }
-    return std::nullopt;
-}
-
 // Candidate recompute tensors the reference does not hold, and reference recompute tensors
 // the candidate does not hold.
 struct Unmatched {
@@ -164,6 +142,26 @@ Manifest withHandoffModules(const Manifest& manifest, const std::set<std::string
 }
 
 } // namespace
+
+std::optional<TensorId> mappedReference(const TensorId& id) {
+    TensorId out = id;
+    if (auto base = recomputedModule(id.module); !base.empty()) {
+        out.module = std::move(base);
+        return out;
+    }
+    if (auto layer = handedOffModule(id.module); !layer.empty()) {
+        out.module = std::move(layer);
+        const bool value =
+            id.kind == TensorKind::ForwardInput || id.kind == TensorKind::ForwardOutput;
+        const bool grad = id.kind == TensorKind::OutputGrad || id.kind == TensorKind::InputGrad;
+        if (!value && !grad) {
+            return std::nullopt;
+        }
+        out.kind = value ? TensorKind::ForwardOutput : TensorKind::OutputGrad;
+        return out;
+    }
+    return std::nullopt;
+}
 
 std::shared_ptr<const Bundle> referenceView(const Bundle& reference, const Bundle& candidate,
                                             LeftOut* leftOut) {

@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -27,6 +28,12 @@ std::string recomputedModule(std::string_view module);
 // (`forward_output`), with its gradients (`input_grad` as the sender's backward got it,
 // `output_grad` as the receiver computed it). Empty for any other name.
 std::string handedOffModule(std::string_view module);
+
+// The reference tensor a candidate-only record stands for: a recompute's original forward
+// (`<m>@recompute` -> `<m>`), a hand-off's layer output or output gradient (`<L>@handoff`
+// values -> `<L>` `forward_output`, gradients -> `<L>` `output_grad`). Nullopt for others. A
+// replay of such a record is judged against the same tensor the diff compared it with.
+std::optional<TensorId> mappedReference(const TensorId& id);
 
 // What the comparison left out of the reference, for the report's notes.
 struct LeftOut {

@@ -1,5 +1,7 @@
 #include "ttrace/replay/agent_judge.h"
 
+#include "ttrace/replay/localize_text.h"
+
 #include <chrono>
 #include <thread>
 
@@ -86,7 +88,7 @@ ModuleVerdict AgentJudge::operator()(const Suspect& suspect) const {
                                         "agent " + client_.options().endpoint, e.message)};
         }
         v.verdict = Verdict::NotReplayable;
-        v.reason = std::string(errorCodeName(e.code)) + ": " + e.message;
+        v.reason = refusalReason(e);
         v.layoutRefused = e.code == ErrorCode::LayoutTooSmall;
         v.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         return v;

@@ -1,16 +1,12 @@
 #include "ttrace/replay/localize_text.h"
 
 #include "ttrace/replay/localize_report.h"
+#include "ttrace/replay/localize_walk.h"
 
 #include <algorithm>
 
 namespace ttrace::replay {
 namespace {
-
-bool isBelow(const std::string& module, const std::string& ancestor) {
-    return module.size() > ancestor.size() + 1 && module.starts_with(ancestor) &&
-           module[ancestor.size()] == '.';
-}
 
 bool contains(const std::vector<std::string>& names, const std::string& name) {
     return std::find(names.begin(), names.end(), name) != names.end();
@@ -29,6 +25,40 @@ std::string_view moduleFindingText(ModuleFinding finding) {
     case ModuleFinding::StepGuilty: return "introduced in optimizer step";
     }
     return "";
+}
+
+std::string_view refusalText(Refusal refusal) {
+    switch (refusal) {
+    case Refusal::None: return "";
+    case Refusal::Stochastic:
+        return "the module draws random numbers: its replay would not see the reference's "
+               "random stream";
+    case Refusal::RecomputeStochastic:
+        return "a recompute of a module that draws random numbers: whether the recompute "
+               "restored the random state cannot be replayed (the diff's verdict stands)";
+    case Refusal::RecomputeGradients:
+        return "a recompute has no gradients of its own: they are filed under the call it "
+               "recomputes";
+    case Refusal::CallNotRecorded:
+        return "that call of the module was not recorded in this micro-batch";
+    case Refusal::HandoffUnrecorded:
+        return "a side of the pipeline hand-off (sent or received) was not captured";
+    case Refusal::PartialIntegerInput:
+        return "an integer input (such as tokens per expert over expert data parallelism) is "
+               "held as partial sums across ranks: no rank's share of the reference's value is "
+               "known";
+    case Refusal::Unknown: return "refused for a reason this client does not know";
+    }
+    return "";
+}
+
+std::string refusalReason(const Error& error) {
+    const auto words = refusalText(error.refusal);
+    const std::string code(errorCodeName(error.code));
+    if (words.empty()) {
+        return code + ": " + error.message;
+    }
+    return code + ": " + std::string(words) + " (" + error.message + ")";
 }
 
 ModuleFinding findingOf(const ModuleVerdict& v) {

@@ -214,12 +214,23 @@ std::vector<Suspect> suspectsAt(const DiffResult& diff, const DivergenceStart& s
     return out;
 }
 
+bool isBelow(std::string_view module, std::string_view ancestor) {
+    // A row's suffix (`@call<k>`, `@recompute`, `@handoff`) follows its module's dotted name.
+    const auto split = [](std::string_view name) {
+        const auto at = name.find('@');
+        return at == std::string_view::npos ? std::pair{name, std::string_view{}}
+                                            : std::pair{name.substr(0, at), name.substr(at)};
+    };
+    const auto [base, suffix] = split(module);
+    const auto [above, aboveSuffix] = split(ancestor);
+    return suffix == aboveSuffix && base.size() > above.size() + 1 && base.starts_with(above) &&
+           base[above.size()] == '.';
+}
+
 std::string parentAmong(const std::string& module, const std::vector<std::string>& names) {
     std::string best;
     for (const auto& n : names) {
-        const bool ancestor =
-            module.size() > n.size() + 1 && module.starts_with(n) && module[n.size()] == '.';
-        if (ancestor && n.size() > best.size()) {
+        if (isBelow(module, n) && n.size() > best.size()) {
             best = n;
         }
     }

@@ -50,6 +50,26 @@ ErrorCode agentErrorCode(std::string_view wireCode) {
     return ErrorCode::UnknownAgentError;
 }
 
+Refusal refusalOf(std::string_view wireReason) {
+    static constexpr std::array<std::pair<Refusal, std::string_view>, 6> kReasons{{
+        {Refusal::Stochastic, "stochastic"},
+        {Refusal::RecomputeStochastic, "recompute_stochastic"},
+        {Refusal::RecomputeGradients, "recompute_gradients"},
+        {Refusal::CallNotRecorded, "call_not_recorded"},
+        {Refusal::HandoffUnrecorded, "handoff_unrecorded"},
+        {Refusal::PartialIntegerInput, "partial_integer_input"},
+    }};
+    if (wireReason.empty()) {
+        return Refusal::None;
+    }
+    for (const auto& [r, name] : kReasons) {
+        if (name == wireReason) {
+            return r;
+        }
+    }
+    return Refusal::Unknown;
+}
+
 std::string Error::toString() const {
     return std::string(errorCodeName(code)) + ": " + message;
 }

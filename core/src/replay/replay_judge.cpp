@@ -1,5 +1,6 @@
 #include "ttrace/replay/replay_judge.h"
 
+#include "compare/reference_view.h"
 #include "ttrace/verdict.h"
 
 #include <algorithm>
@@ -137,10 +138,15 @@ ReplayJudgement judgeReplay(ReplayReply reply, const Bundle& reference,
     return judgeReplay(
         std::move(reply),
         [&reference](const TensorId& id) {
-            if (!reference.shards(id)) {
-                return MergeResult{};
+            if (reference.shards(id)) {
+                return mergeTensor(reference, id);
             }
-            return mergeTensor(reference, id);
+            // A hand-off or recompute record the reference lacks is judged against what the
+            // diff compared it with (the layer's output, the original forward).
+            if (const auto mapped = mappedReference(id); mapped && reference.shards(*mapped)) {
+                return mergeTensor(reference, *mapped);
+            }
+            return MergeResult{};
         },
         settings);
 }

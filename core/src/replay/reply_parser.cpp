@@ -34,6 +34,9 @@ std::optional<Error> agentError(const json::Json& header, const std::string& sta
         return badReply(f.problem());
     }
     Error e{agentErrorCode(*code), *message};
+    if (const auto reason = it->find("reason"); reason != it->end() && reason->is_string()) {
+        e.refusal = refusalOf(reason->get<std::string>());
+    }
     if (e.code == ErrorCode::UnknownAgentError) {
         e.message = "agent error '" + *code + "': " + *message;
     }

@@ -6,9 +6,10 @@ the whole model, which the tracer refuses).
 
 Every block draws a random per-feature keep mask from the global generator (dropout over
 features: the same mask for every row, so a data-parallel rank draws what the reference
-draws). `--bug second-call` makes the shared block's second call scale its output by
-1 + 1e-3 on one rank; `--bug rng` recomputes without restoring the random state
-(`preserve_rng_state=False`), so the recompute draws another mask.
+draws; `--keep 1.0` draws nothing: deterministic blocks). `--bug second-call` makes the
+shared block's second call (its `last=True` path) scale its output by 1 + 1e-3 on one
+rank; `--bug rng` recomputes without restoring the random state (`preserve_rng_state=False`),
+so the recompute draws another mask.
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ class FeatureMask(nn.Module):
         self.keep = keep
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.keep >= 1.0:
+            return x  # keeps every feature without drawing: a deterministic block
         keep = (torch.rand(x.shape[-1]) < self.keep).to(x.dtype) / self.keep
         return x * keep
 
@@ -48,12 +51,12 @@ class Block(nn.Module):
         self.mask = FeatureMask(keep)
         self.fc2 = nn.Linear(FFN, HIDDEN)
         self.scale_second_call = scale_second_call
-        self.calls = 0
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, last: bool = False) -> torch.Tensor:
         out = x + self.fc2(self.mask(self.act(self.fc1(self.norm(x)))))
-        self.calls += 1
-        if self.scale_second_call and self.calls % 2 == 0:
+        # The second call takes its own code path (`last`), as a model's calls of a shared
+        # module do (multi-token prediction): the bug lives on that path only.
+        if self.scale_second_call and last:
             out = out * BUG_SCALE
         return out
 
@@ -80,7 +83,7 @@ class Net(nn.Module):
                 h = checkpoint(
                     layer, h, use_reentrant=reentrant, preserve_rng_state=self.preserve_rng
                 )
-        return self.head(self.shared(h))  # the shared block again
+        return self.head(self.shared(h, last=True))  # the shared block again
 
 
 def parse_args() -> argparse.Namespace:

@@ -16,6 +16,8 @@ Mixture-of-experts bugs (`--moe`), in Megatron-core's own router, dispatcher and
   probabilities without renormalizing them (the softmax over all experts, masked);
 - `unpermute_mismatch`: the token dispatcher of `decoder.layers.0.mlp` on rank 1
   un-permutes its combined tokens with two entries of its permutation mapping swapped;
+- `expert_scale`: on rank 1, the first local expert's `linear_fc2` (global expert 2 under
+  EP2) scales its output by 1 + 1e-2 (a bug in one expert's own code);
 - `expert_grad_not_reduced` (a DDP bug, `inject_ddp`): the expert-parallel gradient buckets
   are scaled but never all-reduced over expert data parallelism.
 Pipeline bugs, in Megatron-core's pipeline code:
@@ -46,11 +48,13 @@ BUGS = {
 MOE_BUGS = {
     "router_no_renorm": "decoder.layers.0.mlp.router",
     "unpermute_mismatch": "decoder.layers.0.mlp",
+    "expert_scale": "decoder.layers.0.mlp.experts.local_experts.0.linear_fc2",
 }
 DDP_BUGS = ("expert_grad_not_reduced",)
 BUGGY_RANK = 1
 PIPELINE_BUGS = ("stale_activation", "loss_not_averaged")
 SCALE = 1.0 + 1e-3
+EXPERT_SCALE = 1.0 + 1e-2
 REDUCERS = (
     "reduce_from_tensor_model_parallel_region",
     "reduce_scatter_to_sequence_parallel_region",
@@ -122,6 +126,16 @@ def _unpermute_mismatch(layer: torch.nn.Module) -> None:
     dispatcher.combine_postprocess = combine_postprocess
 
 
+def _expert_scale(linear: torch.nn.Module) -> None:
+    original = linear.forward
+
+    def forward(*args: Any, **kwargs: Any) -> Any:
+        output, bias = original(*args, **kwargs)
+        return output * EXPERT_SCALE, bias
+
+    linear.forward = forward
+
+
 def inject_ddp(name: str, ddp: Any) -> None:
     """`expert_grad_not_reduced`: the expert buckets' all-reduce over expert-DP is skipped
     (their gradients are still scaled as if it ran)."""
@@ -181,7 +195,12 @@ def inject(name: str, chunks: list[torch.nn.Module]) -> None:
     if name in MOE_BUGS:
         if torch.distributed.get_rank() == BUGGY_RANK:
             module = chunks[0].get_submodule(MOE_BUGS[name])
-            _router_no_renorm(module) if name == "router_no_renorm" else _unpermute_mismatch(module)
+            wrong = {
+                "router_no_renorm": _router_no_renorm,
+                "unpermute_mismatch": _unpermute_mismatch,
+                "expert_scale": _expert_scale,
+            }
+            wrong[name](module)
         return
     if name == "stale_activation":
         return _stale_activation()

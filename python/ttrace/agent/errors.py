@@ -22,10 +22,15 @@ class ErrorCode(str, Enum):
 class AgentError(Exception):
     """A request the agent answers with an error reply (never a crash)."""
 
-    def __init__(self, code: ErrorCode, message: str) -> None:
+    def __init__(self, code: ErrorCode, message: str, reason: str = "") -> None:
         super().__init__(message)
         self.code = code
         self.message = message
+        # A typed refusal (`replay_rows.Refusal`), worded alike by every client; "" for none.
+        self.reason = reason
 
     def as_dict(self) -> dict[str, str]:
-        return {"code": self.code.value, "message": self.message}
+        out = {"code": self.code.value, "message": self.message}
+        if self.reason:
+            out["reason"] = self.reason
+        return out

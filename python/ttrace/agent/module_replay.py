@@ -6,6 +6,12 @@ arguments it was called with during capture (its call template), inside the capt
 precision recipe. What it returns takes the placement and the scale capture gave the same
 tensor id on this rank (`result_placement`), so the client merges replayed shards like
 captured ones.
+
+Rows other than a module's call 0 (`replay_rows`): call k of a module run more than once
+(`<module>@call<k>`) replays that call's template with the reference's inputs of that call;
+a recompute (`<call>@recompute`) replays the call's template with the reference's inputs of
+the recompute (a reference that does not recompute: of the call, which a correct recompute
+reproduces), its outputs filed under the recompute; a hand-off is `HandoffReplay`'s.
 """
 
 from __future__ import annotations
@@ -21,10 +27,12 @@ from ttrace.capture.module_hooks import flatten, stored_scale
 
 from .call_inference import CallInference
 from .errors import AgentError, ErrorCode
+from .handoff_replay import HandoffReplay
 from .own_capture import OwnTensor
 from .rank_gate import RankGate
 from .replay_context import ReplayContext, device_of, unique_params
 from .replay_request import ReplayRequest
+from .replay_rows import Refusal, ReplayRow, RowKind
 from .shard_codec import shard_entry
 from .state_guard import RngState, StateGuard
 
@@ -34,28 +42,33 @@ Shard = tuple[dict[str, Any], bytes]
 class ModuleReplay:
     def __init__(self, ctx: ReplayContext) -> None:
         self.ctx = ctx
+        self.handoffs = HandoffReplay(ctx)
 
     def template(self, req: ReplayRequest) -> CallTemplate | None:
         """The call to replay; None when this rank holds no part of the module."""
         ctx = self.ctx
-        if req.module not in ctx.by_name or ctx.recorder.any_template(req.module) is None:
+        row = ReplayRow.parse(req.module)
+        if row.module not in ctx.by_name or ctx.recorder.any_template(row.module) is None:
             return None
-        template = ctx.recorder.template(req.module, req.iteration, req.micro_batch)
+        template = ctx.recorder.template(row.call, req.iteration, req.micro_batch)
         if template is None:
+            reason = Refusal.CALL_NOT_RECORDED if row.kind != RowKind.MODULE else ""
             raise AgentError(
                 ErrorCode.NOT_REPLAYABLE,
-                f"{req.module} was not captured at iteration {req.iteration} "
+                f"{row.call} was not captured at iteration {req.iteration} "
                 f"micro-batch {req.micro_batch}",
+                reason,
             )
-        why = template.why_not_replayable()
-        if why:
-            raise AgentError(ErrorCode.NOT_REPLAYABLE, why)
+        refusal_check(row, req, template)
         return template
 
     def run(self, req: ReplayRequest, gate: RankGate) -> list[Shard]:
         """Every rank runs the same gate stages, also one that holds no part of the module."""
+        if ReplayRow.parse(req.module).kind == RowKind.HANDOFF:
+            return self.handoffs.run(req, gate)
         template = gate.step(lambda: self.template(req))
-        module = self.ctx.by_name[req.module] if template is not None else None
+        row = ReplayRow.parse(req.module)
+        module = self.ctx.by_name[row.module] if template is not None else None
         shards: list[Shard] = []
         for variant in req.variants:
             guard = StateGuard([module]) if module is not None else None
@@ -69,19 +82,38 @@ class ModuleReplay:
     def _key(self, req: ReplayRequest, variant: str, kind: str, index: Any) -> TensorKey:
         return TensorKey(variant, req.iteration, req.micro_batch, req.module, kind, str(index))
 
+    def _input_key(self, req: ReplayRequest, variant: str, index: str) -> TensorKey:
+        """The reference's input of the replayed row: a recompute's own where the reference
+        recomputes too, else the inputs of the call it recomputes."""
+        key = self._key(req, variant, "forward_input", index)
+        row = ReplayRow.parse(req.module)
+        if row.kind == RowKind.RECOMPUTE and not self.ctx.feed.has(key):
+            return TensorKey(variant, req.iteration, req.micro_batch, row.call, key.kind, index)
+        return key
+
     def _inputs(
         self, template: CallTemplate, req: ReplayRequest, variant: str, device: torch.device
     ) -> dict[str, torch.Tensor]:
         tensors: dict[str, torch.Tensor] = {}
         for slot in template.slots():
-            key = self._key(req, variant, "forward_input", slot.index)
+            key = self._input_key(req, variant, slot.index)
             if not self.ctx.feed.has(key):
                 # Never the candidate's own value instead: that would put it on trial too.
                 raise AgentError(
                     ErrorCode.NOT_REPLAYABLE,
                     f"inputs not captured: the reference has no {key.path}",
                 )
-            t = self.ctx.feed.shard(key, device)
+            # Cut as this rank's capture cut the requested row's own input.
+            own = self.ctx.feed.own.get(self._key(req, "nominal", "forward_input", slot.index))
+            if own is not None and own.placement.combine == "sum" and not slot.is_float:
+                # Counts (tokens per expert over expert-DP) are no sum of shares a module can
+                # take: the reference's total on one rank and zeros elsewhere would be wrong.
+                raise AgentError(
+                    ErrorCode.NOT_REPLAYABLE,
+                    f"{key.path}: this rank holds a partial sum of an integer input",
+                    Refusal.PARTIAL_INTEGER_INPUT,
+                )
+            t = self.ctx.feed.shard(key, device, place_as=own)
             if req.phase == "backward" and slot.requires_grad and t.is_floating_point():
                 t.requires_grad_()
             tensors[slot.index] = t
@@ -146,7 +178,9 @@ class ModuleReplay:
         with torch.enable_grad(), ctx.precision_scope(device_of(module)):
             output = module(*args, **kwargs)
         if not before.same_as(RngState()):
-            raise AgentError(ErrorCode.NOT_REPLAYABLE, "stochastic: draws random numbers")
+            raise AgentError(
+                ErrorCode.NOT_REPLAYABLE, "stochastic: draws random numbers", Refusal.STOCHASTIC
+            )
         outputs = flatten(output)
         shards: list[Shard] = []
         first = True
@@ -174,7 +208,16 @@ class ModuleReplay:
     ) -> list[Shard]:
         torch.autograd.backward(roots, grads)
         shards = self._input_grads(template, tensors, req, variant, infer)
-        return shards + self._param_grads(params, req, variant)
+        if self._called_once(req):
+            return shards + self._param_grads(params, req, variant)
+        # A parameter's gradient sums every call of the micro-batch (the bundle has no
+        # per-call share of it): the replay of one call is judged by its activations' gradients.
+        return shards
+
+    def _called_once(self, req: ReplayRequest) -> bool:
+        row = ReplayRow.parse(req.module)
+        first = self.ctx.recorder.template(row.module, req.iteration, req.micro_batch)
+        return first is None or first.calls == 1
 
     def _output_grads(
         self, outputs: list[Any], req: ReplayRequest, variant: str, device: torch.device
@@ -249,3 +292,24 @@ class ModuleReplay:
                 data += ctx.feed.shard(prev, data.device, place_as=place)
             shards.append(shard_entry(key, data, placement, ctx.rank))
         return shards
+
+
+def refusal_check(row: ReplayRow, req: ReplayRequest, template: CallTemplate) -> None:
+    """Raises the typed refusal of a row that cannot be replayed faithfully."""
+    if row.kind == RowKind.RECOMPUTE and req.phase != "forward":
+        raise AgentError(
+            ErrorCode.NOT_REPLAYABLE,
+            f"{row.name}: its gradients are filed under {row.call}; replay that call's backward",
+            Refusal.RECOMPUTE_GRADIENTS,
+        )
+    why = template.why_not_replayable()
+    if not why:
+        return
+    if template.stochastic:
+        recompute = row.kind == RowKind.RECOMPUTE
+        raise AgentError(
+            ErrorCode.NOT_REPLAYABLE,
+            why,
+            Refusal.RECOMPUTE_STOCHASTIC if recompute else Refusal.STOCHASTIC,
+        )
+    raise AgentError(ErrorCode.NOT_REPLAYABLE, why)

@@ -11,6 +11,7 @@ from .module_replay import ModuleReplay
 from .rank_gate import Aborted, RankGate
 from .replay_context import ReplayContext
 from .replay_request import ReplayRequest
+from .replay_rows import special_rows
 from .shard_codec import error_blob, rank_blob, tensors_blob
 from .step_replay import StepReplay
 
@@ -47,7 +48,7 @@ class RankWorker:
         """Why each module this rank called cannot be replayed ("" when it can), judged
         from its first recorded call and the reference's nominal inputs."""
         out: dict[str, str] = {}
-        for name in self.ctx.recorder.templates:
+        for name in self.ctx.recorder.call_names():
             (iteration, mb), template = self.ctx.recorder.any_template(name)
             why = template.why_not_replayable()
             for slot in template.slots() if not why else []:
@@ -56,4 +57,5 @@ class RankWorker:
                     why = f"inputs not captured: the reference has no {key}"
                     break
             out[name] = why
+        out.update(special_rows(self.ctx.tracer.out_dir, out))
         return out

@@ -102,7 +102,7 @@ def merge_blobs(blobs: list[bytes]) -> tuple[list[dict[str, Any]], list[bytes]]:
             message = err["message"]
             if not message.startswith("rank "):
                 message = f"rank {rank}: {message}"
-            raise AgentError(ErrorCode(err["code"]), message)
+            raise AgentError(ErrorCode(err["code"]), message, str(err.get("reason", "")))
     if any(body.get("aborted") for body, _ in bodies):
         raise AgentError(ErrorCode.REPLAY_FAILED, "the replay was aborted on every rank")
     entries: list[dict[str, Any]] = []

@@ -1,4 +1,4 @@
-"""Frames of the localize protocol, version 1 (docs/protocol.md): requests are one JSON
+"""Frames of the localize protocol, version 2 (docs/protocol.md): requests are one JSON
 frame; replies are a JSON header frame followed by raw tensor payload frames."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from ttrace._version import __version__
 
 from .errors import AgentError, ErrorCode
 
-PROTOCOL = 1
+PROTOCOL = 2
 AGENT = f"ttrace {__version__}"
 MAX_REQUEST = 64 * 1024  # larger requests get `too_large`
 HARD_MAX_MESSAGE = 1024 * 1024  # ZMQ_MAXMSGSIZE: ZeroMQ drops the peer beyond this

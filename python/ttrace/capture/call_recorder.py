@@ -14,7 +14,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from .call_log import in_backward
+from .call_log import call_name, in_backward
 from .call_template import CallTemplate
 from .capture_state import CaptureState
 from .compiled_regions import hook_module
@@ -37,7 +37,12 @@ class CallRecorder:
     def __init__(self, names: ModuleNames, state: CaptureState) -> None:
         self.names = names
         self.state = state
+        # Call 0 of each module per (iteration, micro-batch), under the module's name; a
+        # relaunch from the bundles restores these.
         self.templates: dict[str, dict[tuple[int, int], CallTemplate]] = {}
+        # Calls k >= 1 of a module run more than once in a micro-batch, under the names
+        # capture files them under (`<module>@call<k>`, `call_log.call_name`).
+        self.later_calls: dict[str, dict[tuple[int, int], CallTemplate]] = {}
         self.handles: list[Any] = []
         self._open: dict[nn.Module, list[tuple[CallTemplate, list[torch.Tensor]]]] = {}
 
@@ -60,12 +65,17 @@ class CallRecorder:
         if not self._recording():
             return
         s = self.state
-        per_module = self.templates.setdefault(self.names.name(module), {})
+        name = self.names.name(module)
         key = (s.iteration, s.forward_mb)
         template = CallTemplate.of_call(args, kwargs)
-        if key in per_module:
-            template.calls = per_module[key].calls + 1
-        per_module[key] = template
+        first = self.templates.setdefault(name, {})
+        if key not in first:
+            first[key] = template
+        else:
+            # Counted as capture counts them: call k's template under `<module>@call<k>`.
+            first[key].calls += 1
+            k = first[key].calls - 1
+            self.later_calls.setdefault(call_name(name, k), {})[key] = template
         self._open.setdefault(module, []).append((template, rng_fingerprint()))
 
     def _post(self, module: nn.Module, args: tuple, output: Any) -> None:
@@ -77,11 +87,16 @@ class CallRecorder:
             template.stochastic = True
 
     def template(self, module: str, iteration: int, micro_batch: int) -> CallTemplate | None:
-        return self.templates.get(module, {}).get((iteration, micro_batch))
+        """The template of call `module` (a module's name: call 0; `<module>@call<k>`)."""
+        per_call = self.templates.get(module) or self.later_calls.get(module, {})
+        return per_call.get((iteration, micro_batch))
+
+    def call_names(self) -> list[str]:
+        return [*self.templates, *self.later_calls]
 
     def any_template(self, module: str) -> tuple[tuple[int, int], CallTemplate] | None:
         """The earliest recorded call of `module`, for static replayability checks."""
-        per_module = self.templates.get(module)
+        per_module = self.templates.get(module) or self.later_calls.get(module)
         if not per_module:
             return None
         key = min(per_module)

@@ -42,7 +42,7 @@ def _holds_tensor(value: Any, depth: int = 0) -> bool:
 class CallTemplate:
     args: tuple[Any, ...]
     kwargs: dict[str, Any]
-    calls: int = 1  # calls of the module within this (iteration, micro-batch)
+    calls: int = 1  # call 0's: calls of the module within this (iteration, micro-batch)
     stochastic: bool = False  # a random generator advanced during the call
     problems: list[str] = field(default_factory=list)
 
@@ -87,8 +87,4 @@ class CallTemplate:
     def why_not_replayable(self) -> str:
         if self.stochastic:
             return "stochastic: draws random numbers"
-        if self.calls > 1:
-            return (
-                f"called {self.calls} times in one micro-batch: the captured inputs are ambiguous"
-            )
         return self.problems[0] if self.problems else ""

@@ -41,12 +41,12 @@ inline std::vector<std::byte> floatBytes(const std::vector<float>& values) {
 }
 
 inline json replayHeader(std::int64_t id, const json& tensors) {
-    return {{"protocol", 1}, {"id", id}, {"status", "ok"}, {"seconds", 0.25}, {"tensors", tensors}};
+    return {{"protocol", 2}, {"id", id}, {"status", "ok"}, {"seconds", 0.25}, {"tensors", tensors}};
 }
 
 inline json helloHeader(std::int64_t id) {
     return {
-        {"protocol", 1},
+        {"protocol", 2},
         {"id", id},
         {"status", "ok"},
         {"agent", "ttrace 0.1.0"},

@@ -47,7 +47,7 @@ public:
 
     static Frames reply(const nlohmann::json& request, nlohmann::json fields,
                         std::string status = "ok") {
-        fields["protocol"] = 1;
+        fields["protocol"] = 2;
         fields["id"] = request.at("id");
         fields["status"] = std::move(status);
         return {fields.dump()};

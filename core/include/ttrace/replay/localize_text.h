@@ -4,6 +4,7 @@
 // replay that finds the gradient reduction or the optimizer step guilty reads the same
 // everywhere, and never like an innocent module's "inherited".
 #include "ttrace/replay/localize_result.h"
+#include "ttrace/replay/replay_error.h"
 
 #include <string>
 #include <string_view>
@@ -20,6 +21,14 @@ enum class ModuleFinding {
     ReductionGuilty, // its gradients were reduced wrongly (the step is right given them)
     StepGuilty,      // the optimizer step updates its parameters wrongly
 };
+
+// Why a row cannot be replayed, in the words every front end shows for the agent's typed
+// refusal ("" for Refusal::None: the agent's own message stands alone).
+std::string_view refusalText(Refusal refusal);
+
+// A refused replay's reason as `ttrace localize` prints it and the explorer's tooltip shows
+// it: the typed reason's words, then the agent's message.
+std::string refusalReason(const Error& error);
 
 // "introduced here", "inherited", "introduced in gradient reduction", ...; "" for None.
 std::string_view moduleFindingText(ModuleFinding finding);

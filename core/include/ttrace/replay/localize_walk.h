@@ -10,6 +10,8 @@
 
 #include <functional>
 #include <optional>
+#include <string>
+#include <string_view>
 #include <vector>
 
 namespace ttrace::replay {
@@ -36,7 +38,12 @@ std::optional<DivergenceStart> replayStart(const DiffResult& diff);
 // order forward, reverse backward), each with the first micro-batch where it diverges.
 std::vector<Suspect> suspectsAt(const DiffResult& diff, const DivergenceStart& start);
 
-// Nearest dotted ancestor of `module` among `names` ("" when none).
+// Whether `ancestor` holds `module` in the module tree: `a.b` holds `a.b.c`. Rows of one call
+// or recompute hold their own (`shared@call1` holds `shared.fc1@call1`, `layers.1@recompute`
+// holds `layers.1.mask@recompute`), never another call's or the module's call 0 rows.
+bool isBelow(std::string_view module, std::string_view ancestor);
+
+// Nearest dotted ancestor of `module` among `names` ("" when none), by isBelow.
 std::string parentAmong(const std::string& module, const std::vector<std::string>& names);
 
 using JudgeFn = std::function<ModuleVerdict(const Suspect&)>;

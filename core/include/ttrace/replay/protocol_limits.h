@@ -1,11 +1,11 @@
 #pragma once
-// Constants of the localize protocol, version 1 (docs/protocol.md, "Limits and timeouts").
+// Constants of the localize protocol, version 2 (docs/protocol.md, "Limits and timeouts").
 #include <chrono>
 #include <cstdint>
 
 namespace ttrace::replay {
 
-inline constexpr int kProtocolVersion = 1;
+inline constexpr int kProtocolVersion = 2;
 // The agent answers requests above this size with `too_large`; ours are a few hundred bytes.
 inline constexpr std::uint64_t kMaxRequestBytes = 64 * 1024;
 inline constexpr std::uint64_t kDefaultMaxHeaderBytes = 16ull * 1024 * 1024;

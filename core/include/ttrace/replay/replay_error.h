@@ -35,6 +35,21 @@ enum class ErrorCode {
     UnknownAgentError, // an error code this client does not know (a newer agent)
 };
 
+// Why the agent refused to replay a row, typed (the error's optional `reason`, protocol.md);
+// every front end words it with refusalText (localize_text.h).
+enum class Refusal {
+    None,                // no typed reason given (an older agent, or another error)
+    Stochastic,          // the module draws random numbers
+    RecomputeStochastic, // a recompute row of a module that draws random numbers
+    RecomputeGradients,  // a recompute row has no gradients of its own
+    CallNotRecorded,     // the call named (`@call<k>`, `@recompute`) was not recorded
+    HandoffUnrecorded,   // a side of a pipeline hand-off was not captured
+    PartialIntegerInput, // an integer input held as partial sums (token counts over expert-DP)
+    Unknown,             // a reason this client does not know (a newer agent)
+};
+// The agent's wire reason to ours ("" -> None).
+Refusal refusalOf(std::string_view wireReason);
+
 // The stable name used in JSON and messages, e.g. "not_replayable", "timeout".
 std::string_view errorCodeName(ErrorCode code);
 // The agent's wire code to ours; UnknownAgentError for codes this client does not know.
@@ -43,6 +58,7 @@ ErrorCode agentErrorCode(std::string_view wireCode);
 struct Error {
     ErrorCode code = ErrorCode::BadReply;
     std::string message; // one sentence for a human, naming the request and what was wrong
+    Refusal refusal = Refusal::None;
 
     [[nodiscard]] std::string toString() const;
 };
