@@ -299,7 +299,7 @@ private slots:
 
     void layoutTooSmallIsTyped() {
         const auto header =
-            ReplyHeader::parse("{\"protocol\":1,\"id\":4,\"status\":\"error\",\"error\":{"
+            ReplyHeader::parse("{\"protocol\":2,\"id\":4,\"status\":\"error\",\"error\":{"
                                "\"code\":\"layout_too_small\",\"message\":\"needs dp\"}}");
         QCOMPARE(header->envelope().error->code, ErrorCode::LayoutTooSmall);
         QCOMPARE(errorCodeName(ErrorCode::LayoutTooSmall), std::string_view("layout_too_small"));
