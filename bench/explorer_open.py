@@ -16,6 +16,7 @@ Targets (issue: "the explorer opens instantly"): tree <= 1 s, statistics no slow
 `ttrace diff`, cached reopen <= 0.5 s.
 
 usage: python bench/explorer_open.py [--quick] [--sizes small,medium] [--repeat N] [--out DIR]
+                                    [--pair DIR]
 """
 
 from __future__ import annotations
@@ -56,10 +57,10 @@ def run_env(cache: Path) -> dict[str, str]:
     return dict(os.environ, XDG_CACHE_HOME=str(cache), QT_QPA_PLATFORM="offscreen")
 
 
-def open_once(root: Path, cache: Path) -> list[float]:
+def open_once(ref: str, cand: str, cache: Path) -> list[float]:
     """tree_s, shown_s, stats_s of one open in a fresh process."""
     out = subprocess.run(
-        [str(BENCH), str(root / "ref"), str(root / "cand")],
+        [str(BENCH), ref, cand],
         capture_output=True,
         text=True,
         check=True,
@@ -67,7 +68,7 @@ def open_once(root: Path, cache: Path) -> list[float]:
     )
     tree, shown, stats, ok = out.stdout.split()
     if ok != "1":
-        raise RuntimeError(f"the explorer did not load {root}: {out.stderr[-2000:]}")
+        raise RuntimeError(f"the explorer did not load {cand}: {out.stderr[-2000:]}")
     return [float(tree), float(shown), float(stats)]
 
 
@@ -77,8 +78,7 @@ def wall(cmd: list[str], cache: Path) -> float:
     return time.perf_counter() - start
 
 
-def measure(root: Path, scratch: Path) -> dict[str, float]:
-    ref, cand = str(root / "ref"), str(root / "cand")
+def measure(ref: str, cand: str, scratch: Path) -> dict[str, float]:
     cache, empty = scratch / "cache", scratch / "empty"
     for d in (cache, empty):
         shutil.rmtree(d, ignore_errors=True)
@@ -92,8 +92,8 @@ def measure(root: Path, scratch: Path) -> dict[str, float]:
             env=run_env(empty),
         ).stdout
     )
-    tree, _, stats = open_once(root, cache)
-    _, shown, checked = open_once(root, cache)
+    tree, _, stats = open_once(ref, cand, cache)
+    _, shown, checked = open_once(ref, cand, cache)
     md = wall([str(EXPLORER), "--markdown", str(scratch / "report.md"), ref, cand], empty)
     diff = wall([str(TTRACE), "diff", "--quiet", "--no-cache", ref, cand], empty)
     cached = wall([str(TTRACE), "diff", "--quiet", ref, cand], cache)
@@ -110,8 +110,8 @@ def measure(root: Path, scratch: Path) -> dict[str, float]:
     )
 
 
-def median_runs(root: Path, scratch: Path, repeat: int) -> dict[str, float]:
-    runs = [measure(root, scratch) for _ in range(repeat)]
+def median_runs(ref: Path, cand: Path, scratch: Path, repeat: int) -> dict[str, float]:
+    runs = [measure(str(ref), str(cand), scratch) for _ in range(repeat)]
     return {k: statistics.median(r[k] for r in runs) for k in runs[0]}
 
 
@@ -121,18 +121,30 @@ def main() -> None:
     parser.add_argument("--sizes", default="small,medium", help=f"of {', '.join(RECIPES)}")
     parser.add_argument("--repeat", type=int, default=1, help="runs per pair (median shown)")
     parser.add_argument("--out", type=Path, default=None, help="keep the pairs here")
+    parser.add_argument(
+        "--pair",
+        type=Path,
+        action="append",
+        default=[],
+        help="also an existing pair DIR (DIR/reference, DIR/candidate: perf_table.py's pairs)",
+    )
     args = parser.parse_args()
-    sizes = ["tiny"] if args.quick else args.sizes.split(",")
+    sizes = ["tiny"] if args.quick else [s for s in args.sizes.split(",") if s]
     out = args.out or Path(tempfile.mkdtemp(prefix="ttrace-explorer-open-"))
     print(
         f"{'pair':>7} {'MB':>7} {'tree s':>7} {'stats s':>8} {'reopen shown s':>15} "
         f"{'reopen checked s':>17} {'headless md s':>14} {'engine in GUI process s':>24} "
         f"{'diff s':>7} {'diff cached s':>14} {'stats/diff':>10} {'md/diff':>8}"
     )
+    pairs = []
     for name in sizes:
-        root = out / name
-        size = make_pair(root, *RECIPES[name])
-        m = median_runs(root, out / f"{name}-scratch", args.repeat)
+        size = make_pair(out / name, *RECIPES[name])
+        pairs.append((name, out / name / "ref", out / name / "cand", size))
+    for given in args.pair:
+        size = sum(f.stat().st_size for f in given.rglob("*.h5"))
+        pairs.append((given.name, given / "reference", given / "candidate", size))
+    for name, ref, cand, size in pairs:
+        m = median_runs(ref, cand, out / f"{name}-scratch", args.repeat)
         print(
             f"{name:>7} {size / 1e6:>7.1f} {m['tree']:>7.3f} {m['stats']:>8.3f} "
             f"{m['shown']:>15.3f} {m['checked']:>17.3f} {m['md']:>14.3f} {m['engine']:>24.3f} "

@@ -65,10 +65,21 @@ TensorResultFn TerminalProgress::tensorFn() {
         return {};
     }
     return [this](const TensorResult& t) {
-        const std::lock_guard lock(mutex_);
-        ++tensors_;
-        bytes_ += elementCount(t.shape) * static_cast<std::int64_t>(dtypeSize(t.dtype));
+        count(elementCount(t.shape) * static_cast<std::int64_t>(dtypeSize(t.dtype)));
     };
+}
+
+CheckedTensorFn TerminalProgress::checkedFn() {
+    if (!enabled_) {
+        return {};
+    }
+    return [this](const TensorId&, std::int64_t bytes) { count(bytes); };
+}
+
+void TerminalProgress::count(std::int64_t bytes) {
+    const std::lock_guard lock(mutex_);
+    ++tensors_;
+    bytes_ += bytes;
 }
 
 std::string TerminalProgress::line(double fraction, std::string_view what) const {

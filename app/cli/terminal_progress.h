@@ -1,8 +1,10 @@
 #pragma once
-// `ttrace diff` progress on a terminal: one line on stderr, redrawn at most a few times a
-// second, that says the stage, tensors and reference bytes compared, the rate and the time
-// left. Silent when stderr is not a terminal (logs and CI stay clean) or with --quiet.
+// `ttrace diff` and `ttrace validate` progress on a terminal: one line on stderr, redrawn at most
+// a few times a second, that says the stage (rank files indexed, then tensors), tensors and bytes
+// compared or checked, the rate and the time left. Silent when stderr is not a terminal (logs and
+// CI stay clean) or with --quiet.
 #include "ttrace/diff_engine.h"
+#include "ttrace/validator.h"
 
 #include <chrono>
 #include <cstdint>
@@ -23,6 +25,8 @@ public:
     // The engine's callbacks; both are called from worker threads.
     [[nodiscard]] ProgressFn progressFn();
     [[nodiscard]] TensorResultFn tensorFn();
+    // validate's callback: a tensor's coverage checked, with its shards' bytes.
+    [[nodiscard]] CheckedTensorFn checkedFn();
 
     // Clears the line; called before the summary is printed.
     void finish();
@@ -31,6 +35,7 @@ private:
     using Clock = std::chrono::steady_clock;
     void draw(double fraction, std::string_view what);
     [[nodiscard]] std::string line(double fraction, std::string_view what) const;
+    void count(std::int64_t bytes);
 
     std::ostream& out_;
     bool enabled_;
@@ -38,7 +43,7 @@ private:
     Clock::time_point start_ = Clock::now();
     Clock::time_point lastDraw_{};
     std::int64_t tensors_ = 0;
-    std::int64_t bytes_ = 0; // of the candidate tensors compared, as merged
+    std::int64_t bytes_ = 0; // of the tensors compared (candidate, as merged) or checked
     std::size_t drawnWidth_ = 0;
 };
 

@@ -1,4 +1,5 @@
 #include "commands.h"
+#include "terminal_progress.h"
 
 #include "ttrace/validator.h"
 
@@ -15,16 +16,20 @@ int runValidate(std::span<const std::string_view> args) {
     // One missing rank makes every tensor it held a hole; a few examples of each kind of
     // problem say more than hundreds of lines. --all prints everything.
     std::size_t perCodeLimit = 5;
+    bool quiet = false;
     for (const auto arg : args) {
         if (arg == "--help" || arg == "-h") {
-            std::cout << "usage: ttrace validate [--no-coverage] [--all] BUNDLE...\n"
+            std::cout << "usage: ttrace validate [--no-coverage] [--all] [--quiet] BUNDLE...\n"
                          "  Checks the manifest, every rank file and, unless --no-coverage,\n"
                          "  merges every tensor to find holes, overlaps and disagreeing replicas.\n"
-                         "  --all prints every problem (default: 5 of each kind).\n";
+                         "  --all prints every problem (default: 5 of each kind).\n"
+                         "  --quiet shows no progress (shown only when stderr is a terminal).\n";
             return kExitOk;
         }
         if (arg == "--no-coverage") {
             options.checkCoverage = false;
+        } else if (arg == "--quiet" || arg == "-q") {
+            quiet = true;
         } else if (arg == "--all") {
             perCodeLimit = static_cast<std::size_t>(-1);
         } else if (arg.starts_with("-")) {
@@ -40,7 +45,12 @@ int runValidate(std::span<const std::string_view> args) {
     }
     int exitCode = kExitOk;
     for (const auto& dir : bundles) {
-        const auto report = validateBundle(dir, options);
+        ValidationReport report;
+        {
+            // Cleared (destroyed) before anything is printed about this bundle.
+            TerminalProgress terminal(std::cerr, !quiet && stderrIsTerminal());
+            report = validateBundle(dir, options, terminal.progressFn(), terminal.checkedFn());
+        }
         if (!report.summary.role.empty()) {
             std::cout << formatSummary(dir, report.summary);
         }

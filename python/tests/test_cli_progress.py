@@ -1,5 +1,6 @@
-"""`ttrace diff` shows its progress on a terminal (a real pseudo-terminal as stderr), never in
-a pipe or a log, and not with --quiet; the verdict and exit status are the same either way."""
+"""`ttrace diff` and `ttrace validate` show their progress on a terminal (a real pseudo-terminal
+as stderr), never in a pipe or a log, and not with --quiet; the verdict and exit status are the
+same either way."""
 
 from __future__ import annotations
 
@@ -23,9 +24,13 @@ def pair(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def diff_on_terminal(pair: Path, *extra: str) -> tuple[int, str, str]:
     """Runs the diff with a pseudo-terminal as stderr; returns exit, stdout, terminal text."""
-    master, slave = pty.openpty()
     cmd = [str(ttrace_binary()), "diff", "--no-cache", *extra]
-    cmd += [str(pair / "reference"), str(pair / "candidate")]
+    return on_terminal([*cmd, str(pair / "reference"), str(pair / "candidate")])
+
+
+def on_terminal(cmd: list[str]) -> tuple[int, str, str]:
+    """Runs `cmd` with a pseudo-terminal as stderr; returns exit, stdout, terminal text."""
+    master, slave = pty.openpty()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=slave)
     os.close(slave)
     seen = b""
@@ -57,4 +62,20 @@ def test_quiet_and_pipes_show_no_progress(pair: Path) -> None:
     assert (code, out.strip(), terminal.strip()) == (0, "clean", "")
     cmd = [str(ttrace_binary()), "diff", "--no-cache", str(pair / "reference")]
     piped = subprocess.run([*cmd, str(pair / "candidate")], capture_output=True, text=True)
+    assert piped.returncode == 0 and "[ttrace]" not in piped.stderr, piped.stderr
+
+
+def test_validate_progress_on_a_terminal_only(pair: Path) -> None:
+    bundle = str(pair / "candidate")
+    code, out, terminal = on_terminal([str(ttrace_binary()), "validate", bundle])
+    assert code == 0, out + terminal
+    assert "[ttrace] " in terminal and "% " in terminal, terminal
+    assert "tensors" in terminal, terminal  # tensors and bytes checked, with the rate
+    assert "[ttrace]" not in out and "valid" in out, out
+    code, out, terminal = on_terminal([str(ttrace_binary()), "validate", "--quiet", bundle])
+    assert (code, terminal.strip()) == (0, ""), terminal
+    assert "valid" in out, out
+    piped = subprocess.run(
+        [str(ttrace_binary()), "validate", bundle], capture_output=True, text=True, check=False
+    )
     assert piped.returncode == 0 and "[ttrace]" not in piped.stderr, piped.stderr

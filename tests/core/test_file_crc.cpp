@@ -1,7 +1,11 @@
 // The rank-file CRC-32 read in pieces checksummed in parallel and combined must equal the CRC
 // of the whole file, for every size around the piece boundaries, and a changed file must not
-// be answered from the per-process memo.
+// be answered from the per-process memo. The rank-file cache on disk answers only for the
+// file and stamp it was written for, and ignores damaged entries.
+#include "compare/cache_files.h"
 #include "io/file_integrity.h"
+#include "io/file_stamp.h"
+#include "io/rank_file_cache.h"
 
 #include <QtTest>
 
@@ -49,6 +53,11 @@ private slots:
         dir_ = fs::temp_directory_path() /
                ("ttrace-test-crc-" + std::to_string(QCoreApplication::applicationPid()));
         fs::create_directories(dir_);
+        qputenv("XDG_CACHE_HOME", QByteArray::fromStdString((dir_ / "cache").string()));
+        // Files the cache may hold: written before the racy window (rank_file_cache.h).
+        writeFile(dir_ / "old-a", randomBytes(5000, 5));
+        writeFile(dir_ / "old-b", randomBytes(6000, 6));
+        QTest::qWait(3200);
     }
     void cleanupTestCase() { fs::remove_all(dir_); }
     void piecewiseEqualsWhole() {
@@ -85,6 +94,50 @@ private slots:
         QTest::qWait(50);
         writeFile(file, second);
         QCOMPARE(fileCrc32(file).value_or(0), wholeCrc(second));
+    }
+    void cacheAnswersOnlyForItsFileAndStamp() {
+        const auto a = dir_ / "old-a", b = dir_ / "old-b";
+        const auto stampA = *stampOf(a), stampB = *stampOf(b);
+        storeFileCrc(a, stampA, 0x12345678u);
+        QCOMPARE(cachedFileCrc(a, stampA).value_or(0), 0x12345678u);
+        auto other = stampA;
+        other.ctimeNs += 1; // any change to the file changes its stamp
+        QVERIFY(!cachedFileCrc(a, other));
+        QVERIFY(!cachedFileCrc(b, stampB));
+        // a's entry under b's name (as a hash collision would place it): its key says a.
+        const auto entries = dir_ / "cache" / "ttrace" / "rank-files";
+        std::vector<fs::path> files;
+        for (const auto& e : fs::directory_iterator(entries)) {
+            files.push_back(e.path());
+        }
+        QCOMPARE(files.size(), std::size_t{1});
+        storeFileCrc(b, stampB, 0x9abcdef0u);
+        for (const auto& e : fs::directory_iterator(entries)) {
+            if (e.path() != files[0]) {
+                fs::copy_file(files[0], e.path(), fs::copy_options::overwrite_existing);
+            }
+        }
+        QVERIFY(!cachedFileCrc(b, stampB));
+    }
+    void damagedOrRecentEntriesAreNotUsed() {
+        const auto a = dir_ / "old-a";
+        const auto stamp = *stampOf(a);
+        storeFileCrc(a, stamp, 42u);
+        const auto entries = dir_ / "cache" / "ttrace" / "rank-files";
+        for (const auto& e : fs::directory_iterator(entries)) {
+            fs::resize_file(e.path(), fs::file_size(e.path()) - 1); // truncated
+        }
+        QVERIFY(!cachedFileCrc(a, stamp));
+        // A file written just now may be written again within its stamp's granularity.
+        const auto fresh = dir_ / "fresh";
+        writeFile(fresh, randomBytes(100, 7));
+        storeFileCrc(fresh, *stampOf(fresh), 7u);
+        QVERIFY(!cachedFileCrc(fresh, *stampOf(fresh)));
+        // A stamp the file no longer has is not stored either.
+        auto gone = stamp;
+        gone.size += 1;
+        storeFileCrc(a, gone, 43u);
+        QVERIFY(!cachedFileCrc(a, gone));
     }
     void missingOrSpecialFilesHaveNoCrc() {
         QVERIFY(!fileCrc32(dir_ / "absent"));

@@ -2,9 +2,11 @@
 // `ttrace validate`: structural and coverage checks of a whole bundle with a summary.
 #include "ttrace/diagnostic.h"
 #include "ttrace/progress.h"
+#include "ttrace/tensor_id.h"
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <string>
 
@@ -33,9 +35,14 @@ struct ValidateOptions {
     bool checkCoverage = true; // merge every tensor: holes, overlaps, replica agreement
 };
 
+// Called from worker threads as each tensor's coverage has been checked, with its bytes (the
+// shards'), so a front end can show tensors and bytes done.
+using CheckedTensorFn = std::function<void(const TensorId& id, std::int64_t bytes)>;
+
 ValidationReport validateBundle(const std::filesystem::path& dir,
                                 const ValidateOptions& options = {},
-                                const ProgressFn& progress = {});
+                                const ProgressFn& progress = {},
+                                const CheckedTensorFn& onTensor = {});
 
 std::string formatSummary(const std::filesystem::path& dir, const ValidationSummary& summary);
 

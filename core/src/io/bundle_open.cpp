@@ -5,11 +5,13 @@
 #include "ttrace/bundle.h"
 #include "ttrace/capture_status.h"
 
+#include <tbb/parallel_for.h>
+
 #include <algorithm>
-#include <future>
+#include <atomic>
+#include <mutex>
 #include <set>
 #include <string>
-#include <thread>
 
 namespace ttrace {
 namespace {
@@ -115,46 +117,52 @@ void checkModules(const std::filesystem::path& dir, const Manifest& manifest,
 
 namespace {
 
-// Rank files are indexed by child processes (ttrace-index), a few at a time: spawning one per
-// file costs milliseconds that add up over many ranks, and hung children time out together.
-std::size_t indexersAtOnce() {
-    return std::clamp<std::size_t>(std::thread::hardware_concurrency(), 1, 8);
-}
-
 struct RankResult {
     RankFileIndex index;
     Diagnostics diagnostics;
 };
+
+// Every rank file indexed (or none, with `cancelled`), one result per manifest entry.
+std::vector<RankResult> indexRankFiles(const std::filesystem::path& dir, const Manifest& manifest,
+                                       const ProgressFn& progress, bool& cancelled) {
+    const auto total = manifest.ranks.size();
+    std::vector<RankResult> results(total);
+    std::mutex progressMutex; // callers' progress functions need not be thread-safe
+    std::size_t started = 0;
+    std::atomic<bool> stop{false};
+    // One task per rank file on oneTBB's threads: each reads its file's CRC-32 (itself split
+    // into parallel pieces) and waits on its indexer child, unless the rank-file cache answers.
+    tbb::parallel_for(std::size_t{0}, total, std::size_t{1}, [&](std::size_t i) {
+        if (progress) {
+            const std::lock_guard lock(progressMutex);
+            if (stop || !progress(static_cast<double>(started++) / static_cast<double>(total),
+                                  "indexing " + manifest.ranks[i].file)) {
+                stop = true;
+                return;
+            }
+        }
+        auto& r = results[i];
+        r.index = indexRankFile(dir, manifest, manifest.ranks[i], r.diagnostics);
+    });
+    cancelled = stop;
+    return results;
+}
 
 } // namespace
 
 void indexBundle(const std::filesystem::path& dir, Manifest manifest, const ProgressFn& progress,
                  const TensorFilter& keep, BundleOpenResult& result, std::size_t& leftOut) {
     Bundle::TensorIndex index;
-    const auto total = manifest.ranks.size();
-    const auto batch = indexersAtOnce();
-    for (std::size_t first = 0; first < total; first += batch) {
-        if (progress && !progress(static_cast<double>(first) / static_cast<double>(total),
-                                  "indexing " + manifest.ranks[first].file)) {
-            result.cancelled = true;
-            return;
-        }
-        std::vector<std::future<RankResult>> jobs;
-        for (std::size_t i = first; i < std::min(total, first + batch); ++i) {
-            jobs.push_back(std::async(std::launch::async, [&dir, &manifest, i] {
-                RankResult r;
-                r.index = indexRankFile(dir, manifest, manifest.ranks[i], r.diagnostics);
-                return r;
-            }));
-        }
-        // In rank order, so diagnostics and shard order do not depend on timing.
-        for (auto& job : jobs) {
-            auto rank = job.get();
-            result.diagnostics.insert(result.diagnostics.end(), rank.diagnostics.begin(),
-                                      rank.diagnostics.end());
-            for (auto& item : rank.index.shards) {
-                index[item.id].push_back(std::move(item.shard));
-            }
+    auto ranks = indexRankFiles(dir, manifest, progress, result.cancelled);
+    if (result.cancelled) {
+        return;
+    }
+    // In rank order, so diagnostics and shard order do not depend on timing.
+    for (auto& rank : ranks) {
+        result.diagnostics.insert(result.diagnostics.end(), rank.diagnostics.begin(),
+                                  rank.diagnostics.end());
+        for (auto& item : rank.index.shards) {
+            index[item.id].push_back(std::move(item.shard));
         }
     }
     if (keep) {

@@ -1,4 +1,6 @@
 #include "io/file_integrity.h"
+#include "io/file_stamp.h"
+#include "io/rank_file_cache.h"
 #include "io/regular_file.h"
 #include "io/unique_fd.h"
 #include "ttrace/shared_checksums.h"
@@ -26,31 +28,9 @@ namespace {
 // small enough that a few-hundred-megabyte rank file spreads over every core.
 constexpr std::size_t kCrcPiece = std::size_t{8} << 20;
 
-// What the kernel says about a file: inode, size, modification and change times. The change
-// time (ctime) cannot be set by a user (os.utime restores mtime, not ctime), so a file whose
-// stamp is unchanged has not been written since it was stamped.
-struct FileStamp {
-    dev_t dev = 0;
-    ino_t ino = 0;
-    off_t size = 0;
-    long long mtimeNs = 0;
-    long long ctimeNs = 0;
-    bool operator==(const FileStamp&) const = default;
-};
-
-std::optional<FileStamp> stampOf(const std::filesystem::path& file) {
-    struct stat st {};
-    if (::stat(file.c_str(), &st) != 0) {
-        return std::nullopt;
-    }
-    return FileStamp{st.st_dev, st.st_ino, st.st_size,
-                     st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec,
-                     st.st_ctim.tv_sec * 1000000000LL + st.st_ctim.tv_nsec};
-}
-
 // CRCs this process computed, so the summary cache's content check and the open's integrity
-// check read each file once. Process-local only: nothing keyed by a stamp is ever persisted
-// (the summary cache on disk is keyed by the CRCs themselves).
+// check read each file once. Across processes, rank_file_cache.h keeps them on disk under the
+// same stamp rule (the summary cache on disk is keyed by the CRCs themselves).
 class CrcMemo {
 public:
     std::optional<std::uint32_t> find(const std::string& path, const FileStamp& stamp) {
@@ -135,10 +115,18 @@ std::optional<std::uint32_t> fileCrc32(const std::filesystem::path& file) {
             return known;
         }
     }
+    if (before) {
+        // Another process's read of the unchanged file (rank_file_cache.h).
+        if (auto kept = cachedFileCrc(file, *before)) {
+            crcMemo().store(file.string(), *before, *kept);
+            return kept;
+        }
+    }
     auto crc = readCrc32(file, kCrcPiece);
     // Remembered only when nothing wrote the file while it was read.
     if (const auto after = stampOf(file); crc && before && after && *before == *after) {
         crcMemo().store(file.string(), *after, *crc);
+        storeFileCrc(file, *after, *crc);
     }
     return crc;
 }

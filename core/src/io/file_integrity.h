@@ -11,8 +11,9 @@
 namespace ttrace {
 
 // CRC-32 (zlib's polynomial) of the file's bytes, or nothing if it cannot be read. Pieces of
-// the file are checksummed in parallel and combined; a file this process already checksummed,
-// unchanged since (same inode, size, mtime and ctime), is not read again.
+// the file are checksummed in parallel and combined; a file this process, or an earlier one
+// (rank_file_cache.h), already checksummed, unchanged since (same device, inode, size, mtime and
+// ctime), is not read again.
 std::optional<std::uint32_t> fileCrc32(const std::filesystem::path& file);
 
 // The same checksum read in pieces of `pieceBytes` (> 0), without the memo: fileCrc32 uses

@@ -1,7 +1,9 @@
 #include "io/isolated_index.h"
 
 #include "io/child_process.h"
+#include "io/file_stamp.h"
 #include "io/index_wire.h"
+#include "io/rank_file_cache.h"
 #include "io/utf8.h"
 
 #include <algorithm>
@@ -104,6 +106,22 @@ IsolatedIndex indexInChild(const std::filesystem::path& file, std::int64_t fileB
         return failure("index-failed", "indexing " + name + " failed: " + why);
     }
     return {std::move(facts), {}, {}};
+}
+
+IsolatedIndex indexReusingCache(const std::filesystem::path& file, std::int64_t fileBytes) {
+    const auto helper = indexHelperPath();
+    const auto stamp = stampOf(file);
+    if (stamp) {
+        if (auto facts = cachedRankFacts(file, *stamp, helper)) {
+            return {std::move(facts), {}, {}};
+        }
+    }
+    auto run = indexInChild(file, fileBytes);
+    // Only what the indexer answered is kept: a crash or a timeout is tried again next time.
+    if (run.facts && stamp) {
+        storeRankFacts(file, *stamp, helper, *run.facts);
+    }
+    return run;
 }
 
 } // namespace ttrace

@@ -26,4 +26,8 @@ std::chrono::milliseconds indexTimeout();
 // Runs the helper on `file` (of `fileBytes` bytes) and decodes what it prints.
 IsolatedIndex indexInChild(const std::filesystem::path& file, std::int64_t fileBytes);
 
+// The same facts, taken from the rank-file cache (rank_file_cache.h) when an earlier run of
+// this indexer build saw the file as it is now; else from the helper, and then kept there.
+IsolatedIndex indexReusingCache(const std::filesystem::path& file, std::int64_t fileBytes);
+
 } // namespace ttrace

@@ -218,8 +218,9 @@ RankFileIndex indexRankFile(const std::filesystem::path& bundleDir, const Manife
     std::error_code ec;
     const auto size = std::filesystem::file_size(file, ec);
     const auto fileBytes = ec ? std::int64_t{0} : static_cast<std::int64_t>(size);
-    // libhdf5 parses the file in a child process: corrupt metadata can crash or hang it.
-    auto isolated = indexInChild(file, fileBytes);
+    // libhdf5 parses the file in a child process (corrupt metadata can crash or hang it), once
+    // per file while the file is unchanged.
+    auto isolated = indexReusingCache(file, fileBytes);
     if (!isolated.facts) {
         out.push_back(makeError(isolated.code, loc, isolated.message));
         return index;

@@ -28,7 +28,7 @@ std::string humanBytes(std::int64_t bytes) {
 } // namespace
 
 ValidationReport validateBundle(const std::filesystem::path& dir, const ValidateOptions& options,
-                                const ProgressFn& progress) {
+                                const ProgressFn& progress, const CheckedTensorFn& onTensor) {
     ValidationReport report;
     // Indexing is the first 20% of the work, merging the rest.
     auto opened = openBundle(
@@ -76,6 +76,13 @@ ValidationReport validateBundle(const std::filesystem::path& dir, const Validate
             return;
         }
         findings[i] = mergeTensor(bundle, *ids[i]).findings;
+        if (onTensor) {
+            std::int64_t bytes = 0;
+            for (const auto& shard : bundle.tensors().at(*ids[i])) {
+                bytes += shard.bytes();
+            }
+            onTensor(*ids[i], bytes);
+        }
         tracker.advance(ids[i]->module);
     });
     if (tracker.cancelled()) {
