@@ -87,7 +87,7 @@ def test_perturbed_shard_is_the_shard_of_the_perturbed_tensor() -> None:
 def test_unplaced_elements_are_refused() -> None:
     half = Placement.boxes(SHAPE, [[(0, 0, 4), (0, 0, 4), (0, 0, 6)]])
     pert = Perturbation(count=1, module="embedding")
-    with pytest.raises(TracerError, match="embedding.*unplaced"):
+    with pytest.raises(TracerError, match=r"embedding.*unplaced"):
         pert.apply(torch.zeros(8, 4, 6), 1, 0, 0, half)
 
 
