@@ -26,6 +26,10 @@ constexpr const char* kOptions =
     "  --no-cache               neither read nor write the summary cache\n"
     "  --partial                compare an unfinished capture (a killed job: no manifest,\n"
     "                           status records) on the steps every rank finished\n"
+    "  --reference-is-candidate use a bundle captured as a candidate as the reference (the\n"
+    "                           same layout across versions, a trusted layout against a new\n"
+    "                           one): it has no perturbed variants, so verdicts rest on the\n"
+    "                           analytic bound, and the report says so\n"
     "  --quiet                  print only the verdict: clean, divergent or invalid (and no\n"
     "                           progress line; progress is shown only on a terminal)\n";
 
@@ -100,6 +104,8 @@ std::string parseDiffArgs(std::span<const std::string_view> args, DiffArgs& a) {
             a.options.useCache = false;
         } else if (arg == "--partial") {
             a.options.partial = true;
+        } else if (arg == "--reference-is-candidate") {
+            a.options.referenceIsCandidate = true;
         } else if (arg == "--quiet" || arg == "-q") {
             a.quiet = true;
         } else if (arg.starts_with("-") && arg.size() > 1) {

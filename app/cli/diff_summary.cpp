@@ -1,6 +1,7 @@
 #include "diff_summary.h"
 
 #include "ttrace/report_markdown.h"
+#include "ttrace/run_layout.h"
 #include "ttrace/verdict.h"
 #include "ttrace/verdict_text.h"
 
@@ -147,11 +148,10 @@ void printDiffSummary(std::ostream& out, const DiffResult& r, std::size_t worstR
         out << incomplete << "\n";
     }
     printFirstDivergence(out, r);
-    out << "reference  " << s.referenceDir << " (" << s.referenceRanks << " rank"
-        << (s.referenceRanks == 1 ? "" : "s") << ", " << (s.precision.empty() ? "?" : s.precision)
-        << ", " << s.perturbedVariants << " perturbed variants)\n";
-    out << "candidate  " << s.candidateDir << " (" << s.candidateRanks << " rank"
-        << (s.candidateRanks == 1 ? "" : "s") << ")\n";
+    out << "reference  " << s.referenceDir << " (" << sideLayoutText(s, true) << ", "
+        << (s.precision.empty() ? "?" : s.precision) << ", " << s.perturbedVariants
+        << " perturbed variants)\n";
+    out << "candidate  " << s.candidateDir << " (" << sideLayoutText(s, false) << ")\n";
     out << "tensors    " << s.compared << " compared, " << s.divergent << " divergent"
         << (s.structural ? " (" + std::to_string(s.structural) + " structural)" : "") << ", "
         << s.missing << " missing, " << s.invalid << " invalid, " << s.unresolved

@@ -2,8 +2,11 @@
 
 Candidate (N = tp*pp*dp*cp processes):
     torchrun --standalone --nproc-per-node 4 -m examples.gpt.train --tp 2 --pp 2 --out cand
-Reference (one process, same global batch; parallel sizes are ignored):
+Reference (one process, same global batch):
     python -m examples.gpt.train --reference --perturbations 2 --out ref
+Distributed reference (any layout; every rank perturbs its shard of the one global field):
+    torchrun --standalone --nproc-per-node 2 -m examples.gpt.train --reference --tp 2 \
+        --perturbations 2 --out ref
 """
 
 from __future__ import annotations
@@ -42,7 +45,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     a = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     for name in ("tp", "pp", "dp", "cp", "ep"):
         a.add_argument(f"--{name}", type=int, default=1)
-    a.add_argument("--reference", action="store_true", help="single-process reference run")
+    a.add_argument(
+        "--reference",
+        action="store_true",
+        help="reference run: one process, or in the layout the parallel sizes give (torchrun)",
+    )
     a.add_argument("--no-sequence-parallel", action="store_true")
     a.add_argument(
         "--tie-embeddings",
@@ -104,9 +111,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         num_experts=args.experts,
         precision=args.precision,
     )
+    # A reference with parallel sizes runs in that layout (a distributed reference).
+    single = args.reference and args.tp * args.pp * args.dp * args.cp == 1
     pcfg = (
         ParallelConfig(bugs=set(args.inject))
-        if args.reference
+        if single
         else ParallelConfig(
             args.tp,
             args.pp,
@@ -121,7 +130,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     bugs.check(pcfg.bugs)
     if not args.reference:
         bugs.check_layout(pcfg.bugs, args)
-    if args.reference:
+    if single:
         ps = ParallelState.single(pcfg)
     else:
         dist.init_process_group("gloo")
@@ -161,7 +170,8 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     # Routing replay: the reference records its (nominal) expert choices; a candidate given
     # --routing-replay replays them, so a round-off flip of a near tie cannot reroute a token.
-    record_routing = args.reference and cfg.num_experts > 0 and args.routing_replay is None
+    # (Recorded by a single-process reference: one file, written by its one process.)
+    record_routing = single and cfg.num_experts > 0 and args.routing_replay is None
     if args.routing_replay is not None:
         ctx.routing = RoutingReplay.load(
             Path(args.routing_replay), (ps.dp_rank, pcfg.dp), (ps.cp_rank, pcfg.cp)
@@ -302,7 +312,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             "maxrss_delta_kib": rss1 - rss0,
         }
         print("TTRACE_STATS " + json.dumps(stats), flush=True)
-    if not args.reference:
+    if not single:
         dist.barrier()
         dist.destroy_process_group()
 

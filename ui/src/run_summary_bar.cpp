@@ -1,5 +1,6 @@
 #include "ttrace/ui/run_summary_bar.h"
 
+#include "ttrace/run_layout.h"
 #include "ttrace/ui/models/color_scale.h"
 #include "ttrace/ui/models/number_format.h"
 
@@ -14,23 +15,14 @@ QString qstr(const std::string& s) {
     return QString::fromStdString(s);
 }
 
-QString layout(const Manifest& m) {
-    QStringList parts;
-    for (const auto& [name, size] : m.parallel) {
-        if (size > 1) {
-            parts << QStringLiteral("%1%2").arg(qstr(name).toUpper()).arg(size);
-        }
-    }
-    return parts.isEmpty() ? QStringLiteral("single device") : parts.join(QStringLiteral("×"));
-}
-
+// The layout in the core's words (run_layout.h), as the CLI and the reports give it: either
+// side may be distributed.
 QString describe(const Manifest& m) {
     if (m.worldSize <= 0) {
         return QObject::tr("not opened: see the problems below");
     }
     QStringList parts;
-    parts << (m.worldSize == 1 ? QObject::tr("1 rank") : QObject::tr("%1 ranks").arg(m.worldSize));
-    parts << layout(m);
+    parts << qstr(layoutText(m));
     if (!m.precision.empty()) {
         parts << qstr(m.precision);
     }

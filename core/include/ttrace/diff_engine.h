@@ -22,6 +22,9 @@ struct DiffOptions {
     bool partial = false;
     // Only these nominal iterations (set from the finished steps of an unfinished capture).
     std::optional<std::set<std::int64_t>> onlyIterations;
+    // A bundle captured as a candidate may serve as the reference when the user says so
+    // (`ttrace diff --reference-is-candidate`); otherwise such a pair is refused.
+    bool referenceIsCandidate = false;
 };
 
 // Called from worker threads as each tensor finishes, so a GUI can stream statistics in.

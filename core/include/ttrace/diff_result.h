@@ -113,6 +113,12 @@ struct DiffSummary {
     std::string referenceDir, candidateDir;
     std::string precision;
     int referenceRanks = 0, candidateRanks = 0;
+    // Each side's parallel layout (run_layout.h): either side may be distributed.
+    std::string referenceLayout, candidateLayout;
+    // The reference's own role: "candidate" when a candidate capture serves as the reference
+    // (DiffOptions::referenceIsCandidate); it has no perturbed variants, so every verdict
+    // rests on the analytic bound.
+    std::string referenceRole = "reference";
     std::size_t compared = 0, divergent = 0, missing = 0, invalid = 0;
     std::size_t unresolved = 0; // tensors whose inferred placement the evidence did not settle
     std::size_t structural = 0; // divergent tensors whose structure differs (counted in divergent)

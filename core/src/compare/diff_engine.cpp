@@ -10,6 +10,7 @@
 #include "ttrace/cache_fingerprint.h"
 #include "ttrace/capture_status.h"
 #include "ttrace/diff_cache.h"
+#include "ttrace/run_layout.h"
 #include "ttrace/verdict.h"
 
 #include <tbb/parallel_for.h>
@@ -234,6 +235,9 @@ DiffResult finishDiff(const Bundle& reference, const Bundle& candidate, const Di
     s.precision = reference.manifest().precision;
     s.referenceRanks = reference.manifest().worldSize;
     s.candidateRanks = candidate.manifest().worldSize;
+    s.referenceLayout = layoutText(reference.manifest());
+    s.candidateLayout = layoutText(candidate.manifest());
+    s.referenceRole = reference.manifest().role;
     const auto& variants = reference.manifest().variants;
     s.perturbedVariants = static_cast<std::size_t>(std::count_if(
         variants.begin(), variants.end(), [](const auto& v) { return v != "nominal"; }));
@@ -314,6 +318,41 @@ DiffResult diffBundles(const Bundle& referenceBundle, const Bundle& candidate,
 }
 
 namespace {
+
+// The result of a diff that ends before any tensor is compared.
+DiffResult earlyResult(const std::filesystem::path& reference,
+                       const std::filesystem::path& candidate, Diagnostics diagnostics,
+                       bool cancelled) {
+    DiffResult early;
+    early.summary.referenceDir = reference.string();
+    early.summary.candidateDir = candidate.string();
+    early.diagnostics = std::move(diagnostics);
+    early.cancelled = cancelled;
+    early.summary.clean = cancelled;
+    return early;
+}
+
+// A pair the manifests alone refuse (checkManifestPair): refused before any rank file is read,
+// hashed for the cache or compared. Nothing when a manifest cannot be read (the open reports
+// it) or the pair is not refused.
+std::optional<DiffResult> refusedByManifests(const std::filesystem::path& reference,
+                                             const std::filesystem::path& candidate,
+                                             const DiffOptions& options, const OpenedFn& onOpened) {
+    Diagnostics unread; // reported by the open, which a readable pair goes on to
+    const auto ref = readManifest(reference, unread);
+    const auto cand = ref ? readManifest(candidate, unread) : std::nullopt;
+    if (!ref || !cand) {
+        return std::nullopt;
+    }
+    auto check = checkManifestPair(*ref, *cand, reference, candidate, options.referenceIsCandidate);
+    if (check.comparable) {
+        return std::nullopt;
+    }
+    if (onOpened) {
+        onOpened(&*ref, &*cand, check.problems);
+    }
+    return earlyResult(reference, candidate, std::move(check.problems), false);
+}
 
 // A cached answer is given only after the content check: the key holds the CRC-32 of every
 // byte of both bundles, read now (what a cache keyed by names, sizes and times cannot see: a
@@ -409,6 +448,9 @@ Diagnostic partialNote(const Bundle& reference, const Bundle& candidate, const D
 std::optional<DiffResult> cachedDiff(const std::filesystem::path& reference,
                                      const std::filesystem::path& candidate,
                                      const DiffOptions& options, const DiffCallbacks& cb) {
+    if (refusedByManifests(reference, candidate, options, {})) {
+        return std::nullopt; // refused by openDiffPair, before the cache's hashing of every byte
+    }
     return fromCache(reference, candidate, options, cb);
 }
 
@@ -422,6 +464,11 @@ OpenedPair openDiffPair(const std::filesystem::path& reference,
         };
     };
     pair.options = options;
+    if (auto refused = refusedByManifests(reference, candidate, options, cb.onOpened)) {
+        pair.diagnostics = refused->diagnostics;
+        pair.early = std::move(*refused);
+        return pair;
+    }
     std::size_t leftOut = 0;
     auto& ref = pair.reference;
     auto& cand = pair.candidate;
@@ -431,7 +478,7 @@ OpenedPair openDiffPair(const std::filesystem::path& reference,
     pair.diagnostics = sideDiagnostics(ref, cand);
     bool refused = false;
     if (ref.bundle && cand.bundle) {
-        auto check = checkBundlePair(*ref.bundle, *cand.bundle);
+        auto check = checkBundlePair(*ref.bundle, *cand.bundle, options.referenceIsCandidate);
         // A pair in the wrong order, the same bundle twice or another model: any analysis
         // would be a confident wrong story (every front end shows the refusal alone).
         refused = !check.comparable;
@@ -447,13 +494,8 @@ OpenedPair openDiffPair(const std::filesystem::path& reference,
                     cand.bundle ? &cand.bundle->manifest() : nullptr, pair.diagnostics);
     }
     if (ref.cancelled || cand.cancelled || !ref.bundle || !cand.bundle || refused) {
-        DiffResult early;
-        early.summary.referenceDir = reference.string();
-        early.summary.candidateDir = candidate.string();
-        early.diagnostics = pair.diagnostics;
-        early.cancelled = ref.cancelled || cand.cancelled;
-        early.summary.clean = early.cancelled;
-        pair.early = std::move(early);
+        pair.early =
+            earlyResult(reference, candidate, pair.diagnostics, ref.cancelled || cand.cancelled);
         return pair;
     }
     // A result of bundles with errors is not cached: the problem should be seen again; nor is
@@ -473,6 +515,10 @@ DiffResult diffBundleDirs(const std::filesystem::path& reference,
                           const DiffCallbacks& cb) {
     // The cache is checked before opening (indexing every rank file costs more than reading
     // the bytes for the key), but only against the content, never against names and times.
+    // A pair the manifests refuse is neither hashed nor opened.
+    if (auto refused = refusedByManifests(reference, candidate, options, cb.onOpened)) {
+        return std::move(*refused);
+    }
     if (auto cached = fromCache(reference, candidate, options, cb)) {
         return std::move(*cached);
     }

@@ -7,9 +7,9 @@ namespace ttrace {
 namespace {
 
 // A byte-identical copy: every rank file's size and CRC-32 equal.
-bool sameContent(const Bundle& a, const Bundle& b) {
-    const auto& ra = a.manifest().ranks;
-    const auto& rb = b.manifest().ranks;
+bool sameContent(const Manifest& a, const Manifest& b) {
+    const auto& ra = a.ranks;
+    const auto& rb = b.ranks;
     if (ra.empty() || ra.size() != rb.size()) {
         return false;
     }
@@ -21,6 +21,38 @@ bool sameContent(const Bundle& a, const Bundle& b) {
         }
     }
     return true;
+}
+
+// The roles: a candidate given as the reference is refused unless the user chose it, and then
+// said to rest on the analytic bound; a pair given in the wrong order is always refused.
+void checkRoles(const Manifest& reference, const Manifest& candidate,
+                const std::filesystem::path& referenceDir,
+                const std::filesystem::path& candidateDir, bool referenceIsCandidate,
+                PairCheck& check) {
+    auto& out = check.problems;
+    if (reference.role != "candidate") {
+        return;
+    }
+    if (candidate.role == "reference") {
+        out.push_back(makeError("swapped-roles", referenceDir.string(),
+                                "the bundles are given in the wrong order: this is the "
+                                "candidate and " +
+                                    candidateDir.string() +
+                                    " the reference; give the reference first"));
+        check.comparable = false;
+    } else if (!referenceIsCandidate) {
+        out.push_back(makeError("role-mismatch", referenceDir.string(),
+                                "is a candidate bundle (its manifest says role 'candidate'), "
+                                "not a reference: compare against a reference capture, or use "
+                                "it as the reference by choice (--reference-is-candidate)"));
+        check.comparable = false;
+    } else {
+        out.push_back(makeWarning(
+            "reference-is-candidate", referenceDir.string(),
+            "a candidate capture serves as the reference (--reference-is-candidate): it has no "
+            "perturbed variants, so every verdict rests on the analytic bound, and a bug both "
+            "runs share cannot be seen"));
+    }
 }
 
 // Whether an alternative the capture recorded for an inferred placement rebuilds `shape` (a
@@ -65,40 +97,37 @@ std::optional<Diagnostic> modelMismatch(const Bundle& ref, const Bundle& cand, b
 
 } // namespace
 
-PairCheck checkBundlePair(const Bundle& reference, const Bundle& candidate) {
+PairCheck checkManifestPair(const Manifest& reference, const Manifest& candidate,
+                            const std::filesystem::path& referenceDir,
+                            const std::filesystem::path& candidateDir, bool referenceIsCandidate) {
     PairCheck check;
     auto& out = check.problems;
-    const auto& refRole = reference.manifest().role;
-    const auto& candRole = candidate.manifest().role;
     std::error_code ec;
-    if (std::filesystem::equivalent(reference.dir(), candidate.dir(), ec)) {
-        out.push_back(makeError("same-bundle", candidate.dir().string(),
+    if (std::filesystem::equivalent(referenceDir, candidateDir, ec)) {
+        out.push_back(makeError("same-bundle", candidateDir.string(),
                                 "the same bundle is given as both reference and candidate"));
         check.comparable = false;
         return check;
     }
-    if (refRole == "candidate" && candRole == "reference") {
-        out.push_back(makeError("swapped-roles", reference.dir().string(),
-                                "the bundles are given in the wrong order: this is the "
-                                "candidate and " +
-                                    candidate.dir().string() +
-                                    " the reference; give the reference first"));
-        check.comparable = false;
-    } else if (refRole == "candidate") {
-        out.push_back(makeError("role-mismatch", reference.dir().string(),
-                                "is a candidate bundle (its manifest says role 'candidate'), "
-                                "not a reference: compare against a reference capture"));
+    checkRoles(reference, candidate, referenceDir, candidateDir, referenceIsCandidate, check);
+    if (sameContent(reference, candidate)) {
+        out.push_back(makeError("same-bundle", candidateDir.string(),
+                                "holds the same rank files (sizes and CRC-32) as " +
+                                    referenceDir.string() + ": the same bundle given twice"));
         check.comparable = false;
     }
-    if (sameContent(reference, candidate)) {
-        out.push_back(makeError("same-bundle", candidate.dir().string(),
-                                "holds the same rank files (sizes and CRC-32) as " +
-                                    reference.dir().string() + ": the same bundle given twice"));
-        check.comparable = false;
+    return check;
+}
+
+PairCheck checkBundlePair(const Bundle& reference, const Bundle& candidate,
+                          bool referenceIsCandidate) {
+    auto check = checkManifestPair(reference.manifest(), candidate.manifest(), reference.dir(),
+                                   candidate.dir(), referenceIsCandidate);
+    if (!check.comparable) {
         return check;
     }
     if (auto mismatch = modelMismatch(reference, candidate, check.comparable)) {
-        out.push_back(std::move(*mismatch));
+        check.problems.push_back(std::move(*mismatch));
     }
     return check;
 }

@@ -9,7 +9,8 @@ namespace ttrace {
 
 struct PairCheck {
     // Errors with the codes "same-bundle", "swapped-roles", "role-mismatch" and
-    // "different-model".
+    // "different-model"; the warning "reference-is-candidate" when a candidate capture serves
+    // as the reference by the user's choice (its verdicts rest on the analytic bound).
     Diagnostics problems;
     // False when no analysis of the pair may be shown: the same bundle twice, the roles
     // swapped or a candidate as the reference, no tensor in common. A parameter whose shape
@@ -17,6 +18,15 @@ struct PairCheck {
     bool comparable = true;
 };
 
-PairCheck checkBundlePair(const Bundle& reference, const Bundle& candidate);
+// What the two manifests settle alone (the same folder, the same rank files, the roles):
+// checked before any rank file is read, so a refused pair is never opened, hashed for the
+// cache or compared.
+PairCheck checkManifestPair(const Manifest& reference, const Manifest& candidate,
+                            const std::filesystem::path& referenceDir,
+                            const std::filesystem::path& candidateDir, bool referenceIsCandidate);
+
+// checkManifestPair, then what needs the opened bundles (the model's parameters' shapes).
+PairCheck checkBundlePair(const Bundle& reference, const Bundle& candidate,
+                          bool referenceIsCandidate = false);
 
 } // namespace ttrace

@@ -441,6 +441,9 @@ std::string diffResultToJson(const DiffResult& r, bool pretty) {
           {"precision", s.precision},
           {"reference_ranks", s.referenceRanks},
           {"candidate_ranks", s.candidateRanks},
+          {"reference_layout", s.referenceLayout},
+          {"candidate_layout", s.candidateLayout},
+          {"reference_role", s.referenceRole},
           {"compared", s.compared},
           {"divergent", s.divergent},
           {"missing", s.missing},
@@ -493,6 +496,9 @@ std::optional<DiffResult> diffResultFromJson(std::string_view text, std::string&
         r.summary.precision = s.at("precision");
         r.summary.referenceRanks = s.at("reference_ranks");
         r.summary.candidateRanks = s.at("candidate_ranks");
+        r.summary.referenceLayout = s.value("reference_layout", std::string());
+        r.summary.candidateLayout = s.value("candidate_layout", std::string());
+        r.summary.referenceRole = s.value("reference_role", std::string("reference"));
         r.summary.compared = s.at("compared");
         r.summary.divergent = s.at("divergent");
         r.summary.missing = s.at("missing");

@@ -1,4 +1,5 @@
 #include "ttrace/report_markdown.h"
+#include "ttrace/run_layout.h"
 
 #include "ttrace/verdict.h"
 #include "ttrace/verdict_text.h"
@@ -155,10 +156,9 @@ std::string diffResultToMarkdown(const DiffResult& r, const MarkdownOptions& opt
        << "\n\n";
     appendFirstDivergence(md, r);
     md << "| | |\n|---|---|\n";
-    md << "| reference | `" << s.referenceDir << "` (" << s.referenceRanks << " rank"
-       << (s.referenceRanks == 1 ? "" : "s") << ", " << s.perturbedVariants
-       << " perturbed variants) |\n";
-    md << "| candidate | `" << s.candidateDir << "` (" << s.candidateRanks << " ranks) |\n";
+    md << "| reference | `" << s.referenceDir << "` (" << sideLayoutText(s, true) << ", "
+       << s.perturbedVariants << " perturbed variants) |\n";
+    md << "| candidate | `" << s.candidateDir << "` (" << sideLayoutText(s, false) << ") |\n";
     md << "| precision | " << (s.precision.empty() ? "unknown" : s.precision) << " |\n";
     md << "| tensors | " << s.compared << " compared, " << s.divergent << " divergent ("
        << s.structural << " structural), " << s.missing << " missing, " << s.invalid << " invalid, "

@@ -456,14 +456,15 @@ class ModuleHooks:
         hook_grads = not frame.recompute or not record.hooked
         s.note(mb)
         replaced = None
-        if s.variant_index > 0 and isinstance(output, torch.Tensor) and output.is_floating_point():
-            # By module: every call (and the recompute) of the perturbed module is perturbed.
-            base = self.names.name(module)
-            if self.perturbation.module is None:
-                self.perturbation.module = base
-            if self.perturbation.module == base:
-                output = self.perturbation.apply(output, s.variant_index, s.iteration, mb)
-                replaced = output
+        # By module: every call (and the recompute) of the perturbed module is perturbed, once
+        # its output's placement is known (below): each rank perturbs its shard by its part
+        # of the global field.
+        perturb = (
+            s.variant_index > 0
+            and isinstance(output, torch.Tensor)
+            and output.is_floating_point()
+            and self.perturbation.targets(self.names.name(module), self.inference.info.pp_rank == 0)
+        )
         entry = self._place_inputs(module, frame)
         first = True
         aliases: dict[int, torch.Tensor] = {}
@@ -478,6 +479,9 @@ class ModuleHooks:
             local, placement, decided = self.activation(
                 module, "out", i, t, primary=first, entry=entry
             )
+            if perturb:  # the one tensor output
+                t = local = replaced = self._perturbed(t, local, placement, mb)
+                aliases.pop(i, None)
             first = False
             self.inference.remember(t, decided.layout)
             if s.wants_kind("forward_output"):
@@ -490,6 +494,21 @@ class ModuleHooks:
         if aliases:
             return substitute(output, aliases)
         return replaced
+
+    def _perturbed(
+        self, t: torch.Tensor, local: torch.Tensor, placement: Placement, mb: int
+    ) -> torch.Tensor:
+        """The perturbed variant's output: `t` (this rank's shard, placed by `placement`)
+        times ``1 + eps * u`` with u the global field's values at its elements."""
+        if local is not t:
+            # A DTensor or a routed (expert) output: its local piece is not the output.
+            raise TracerError(
+                f"ttrace: the perturbed module {self.perturbation.module} returns a "
+                f"{type(t).__name__} whose shard is not the tensor itself; name another module "
+                "to perturb with Perturbation(module=...)"
+            )
+        s = self.state
+        return self.perturbation.apply(t, s.variant_index, s.iteration, mb, placement)
 
     def _emit_grad(
         self,

@@ -55,7 +55,7 @@ from .optimizer_hooks import OptimizerHooks
 from .optimizer_snapshot import OptimizerSnapshot
 from .parallel_detect import resolve_parallel
 from .parallel_info import ParallelInfo
-from .perturbation import Perturbation
+from .perturbation import Perturbation, merged_entry
 from .phase_times import PhaseTimes
 from .pipeline_handoff import PipelineHandoff
 from .pipeline_stages import stage_containers
@@ -515,7 +515,7 @@ class Tracer:
             iterations=iterations,
             micro_batches=max_mb + 1,
             ranks=[p[0] for p in gathered],
-            perturbation=next((p[4] for p in gathered if p[4]), None),
+            perturbation=merged_entry([p[4] for p in gathered]),
             model=self.model_name,
             optimizer=merge_sections([p[6] for p in gathered]),
             gradient_convention=self.grad_convention.manifest_section(max_mb + 1),
