@@ -46,9 +46,6 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "bench"))
-from writer_throughput import compare as compare_writer  # noqa: E402
-
 RUNS = {"reference": ("reference", 1), "candidate": ("candidate TP2xDP2 r0", 4)}
 CONFIGS = {
     "example": ["--hidden", "32", "--layers", "4", "--seq-len", "16", "--global-batch", "4"],
@@ -74,6 +71,17 @@ def run_example(code_root: Path, out: Path, model: list[str], iterations: int, n
         raise SystemExit(f"{' '.join(cmd)} failed:\n{proc.stderr[-3000:]}")
     line = next(x for x in proc.stdout.splitlines() if x.startswith("TTRACE_STATS "))
     return json.loads(line.removeprefix("TTRACE_STATS "))
+
+
+def compare_writer(code_root: Path, rank_file: Path, work: Path, rounds: int) -> dict:
+    """`writer_throughput.py` under `code_root`'s package: its writer against a plain write."""
+    env = dict(os.environ, PYTHONPATH=f"{code_root / 'python'}{os.pathsep}{code_root}")
+    script = Path(__file__).resolve().parent / "writer_throughput.py"
+    cmd = [sys.executable, str(script), str(rank_file), "1", str(work), str(rounds)]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed:\n{proc.stderr[-3000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 def ratio(stats: dict, prefix: str) -> float | None:
@@ -136,7 +144,7 @@ def main() -> None:
         versions.append(("baseline", args.baseline))
     load_before = load()
     results: dict[tuple[str, str], list[dict]] = {}
-    writes: dict[str, dict[str, float]] = {}
+    writes: dict[tuple[str, str], dict[str, float]] = {}
     phases: dict[str, list[dict]] = {}
     for _ in range(max(1, args.rounds)):
         for config in configs:
@@ -151,9 +159,11 @@ def main() -> None:
                     results.setdefault((label, version), []).append(summarize(stats))
                     if version == "this" and "phases_s" in stats:
                         phases.setdefault(label, []).append(stats["phases_s"])
-                    if version == "this" and label not in writes:  # the same bytes each round
+                    if (label, version) not in writes:  # the same bytes each round
                         rank0 = out / "rank-00000.h5"
-                        writes[label] = compare_writer(rank0, 1, work, args.write_rounds)
+                        writes[(label, version)] = compare_writer(
+                            root, rank0, work / "writes", args.write_rounds
+                        )
     print_results(args, versions, results, writes, phases)
     print(f"{load_before} before, {load()} after (2 cores: above 2, others share them)")
 
@@ -162,7 +172,7 @@ def print_results(
     args: argparse.Namespace,
     versions: list[tuple[str, Path]],
     results: dict[tuple[str, str], list[dict]],
-    writes: dict[str, dict[str, float]],
+    writes: dict[tuple[str, str], dict[str, float]],
     phases: dict[str, list[dict]],
 ) -> None:
     rows = []
@@ -182,7 +192,12 @@ def print_results(
         f"\nwriter against a plain write of one traced step, fsync at the end, median of "
         f"{args.write_rounds} (target >= 0.8):"
     )
-    print_table(list(writes.items()))
+    print_table(
+        [
+            (f"{name} ({version})" if len(versions) > 1 else name, w)
+            for (name, version), w in writes.items()
+        ]
+    )
     if phases:
         print("\ncapture phases of this checkout, seconds per traced step (median):")
         for name, runs in phases.items():

@@ -6,14 +6,19 @@ rank file), is written again, into the same folder:
   hooks queue them, then `close()` (which fsyncs the file and checksums it);
 - plainly: the same tensors' bytes with `os.write` into as many files (one), then fsync.
 Both start with the tensors in host memory and end when the file is on the disk. The two
-alternate, `rounds` times; medians are compared. Used by `capture_overhead.py`.
+alternate, `rounds` times; medians are compared. Used by `capture_overhead.py`, which runs
+it as a script under each compared version's PYTHONPATH:
+
+    python bench/writer_throughput.py RANK_FILE ITERATION WORK_FOLDER ROUNDS   # prints JSON
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import statistics
+import sys
 import time
 from pathlib import Path
 
@@ -98,3 +103,8 @@ def compare(rank_file: Path, iteration: int, work: Path, rounds: int = 3) -> dic
         "plain MB/s": plain_mb_s,
         "writer/plain": writer_mb_s / plain_mb_s,
     }
+
+
+if __name__ == "__main__":
+    rank_file, iteration, work, rounds = sys.argv[1:5]
+    print(json.dumps(compare(Path(rank_file), int(iteration), Path(work), int(rounds))))
