@@ -500,12 +500,12 @@ def _write_mixed(folder: Path) -> bytes:
 def test_attribute_calls_leave_the_same_file_bytes(tmp_path: Path, monkeypatch) -> None:
     """Attributes through ctypes (GIL released) and through h5py: the same file, byte for
     byte."""
-    from ttrace.bundle import hdf5_attribute_calls
+    from ttrace.bundle import hdf5_calls
 
     direct = _write_mixed(tmp_path / "ctypes")
-    loaded = hdf5_attribute_calls.Hdf5AttributeCalls.load(h5py.h5s.create(h5py.h5s.SCALAR))
+    loaded = hdf5_calls.Hdf5Calls.load(h5py.h5s.create(h5py.h5s.SCALAR))
     assert loaded is not None  # Linux: h5py's own library is found
-    monkeypatch.setattr(hdf5_attribute_calls.Hdf5AttributeCalls, "load", lambda probe: None)
+    monkeypatch.setattr(hdf5_calls.Hdf5Calls, "load", lambda probe: None)
     assert _write_mixed(tmp_path / "h5py") == direct
 
 
@@ -522,7 +522,7 @@ def test_direct_writes_store_what_was_captured(tmp_path: Path, monkeypatch) -> N
     monkeypatch.setattr(
         attribute_writer,
         "_write_direct",
-        lambda d, data, fd: calls.append(data.nbytes) or direct(d, data, fd),
+        lambda offset, data, fd: calls.append(data.nbytes) or direct(offset, data, fd),
     )
     _write_mixed(tmp_path / "direct")
     assert len(calls) == 8  # all but the small, the scalar and the empty tensor

@@ -1,11 +1,14 @@
-"""Dataset and attribute creation through h5py's low-level API.
+"""Datasets and their attributes, written below h5py's high-level API.
 
 A captured tensor is one dataset with about a dozen small attributes. h5py's high-level
 `attrs[name] = value` creates each attribute under a temporary name, renames it and guesses
-its type every time: in a training step that writes hundreds of tensors this was most of
-the writer's CPU time, taken from the training job's cores. The types written here are the
-ones h5py's high-level API picks (scalar int64, variable-length UTF-8 strings, int64
-arrays), so files are identical in layout and readers see no difference.
+its type every time, and even its low-level API creates and registers a Python object per
+HDF5 identifier: in a training step that writes hundreds of tensors that was most of the
+writer's CPU time, taken from the training job's cores with the GIL held. Datasets and
+attributes are created through the HDF5 library's own calls (`hdf5_calls`, GIL released;
+h5py's low-level API where that library cannot be reached). The types written are the ones
+h5py's high-level API picks (scalar int64, variable-length UTF-8 strings, int64 arrays), so
+readers see no difference, and both routes write the same file bytes (tested).
 
 A dataset's bytes (from `DIRECT_WRITE_BYTES` up) are written with `os.pwrite`, which
 releases the GIL, instead of through `H5Dwrite`, which h5py calls holding it: a capture's
@@ -26,7 +29,7 @@ from typing import Any
 import h5py
 import numpy as np
 
-from .hdf5_attribute_calls import Hdf5AttributeCalls
+from .hdf5_calls import Hdf5Calls
 
 _UTF8 = h5py.string_dtype("utf-8")
 # Datasets at least this large are written with os.pwrite (below: H5Dwrite). Typical
@@ -59,34 +62,62 @@ class AttributeWriter:
         self._spaces: dict[tuple[int, ...], h5py.h5s.SpaceID] = {}
         self._strings: dict[str, np.ndarray] = {}
         self._names: dict[str, bytes] = {}
-        # The same attributes without h5py objects and outside the GIL, where possible.
-        self._calls = Hdf5AttributeCalls.load(self._scalar)
+        # The same datasets and attributes without h5py objects and outside the GIL, where
+        # the library can be reached (hdf5_calls); else through h5py.
+        self._calls = Hdf5Calls.load(self._scalar)
         self._encoded: dict[str, bytes] = {}
 
-    def create_dataset(
-        self, file: h5py.File, path: str, data: np.ndarray, fd: int | None = None
-    ) -> h5py.h5d.DatasetID:
-        """A contiguous dataset at `path` (intermediate groups created) holding `data`.
-        `fd`: a descriptor of the same file open for writing, for the direct path."""
+    def write_tensor(
+        self,
+        file: h5py.File,
+        path: str,
+        data: np.ndarray,
+        fd: int | None,
+        attrs: dict[str, Any],
+    ) -> None:
+        """A contiguous dataset at `path` (intermediate groups created) holding `data`, with
+        `attrs`. `fd`: a descriptor of the same file open for writing, for the direct path."""
         space = self._space(data.shape)
         dtype = self._types.get(data.dtype)
         if dtype is None:
             dtype = self._types[data.dtype] = h5py.h5t.py_create(data.dtype)
         direct = fd is not None and data.nbytes >= DIRECT_WRITE_BYTES and _plain_bytes(data)
-        dataset = h5py.h5d.create(
-            file.id,
-            path.encode("utf-8"),
-            dtype,
-            space,
-            dcpl=self._dcpl_direct if direct else self._dcpl,
-            lcpl=self._lcpl,
+        dcpl = self._dcpl_direct if direct else self._dcpl
+        calls = self._calls
+        if calls is None:
+            dataset = h5py.h5d.create(
+                file.id, path.encode("utf-8"), dtype, space, dcpl=dcpl, lcpl=self._lcpl
+            )
+            if direct:
+                assert fd is not None
+                _write_direct(dataset.get_offset(), data, fd)
+            elif data.size:
+                dataset.write(h5py.h5s.ALL, h5py.h5s.ALL, data)
+            for name, value in attrs.items():
+                self._write_with_h5py(dataset, name, value)
+            return
+        hid = calls.create_dataset(
+            file.id.id, path.encode("utf-8"), dtype.id, space.id, self._lcpl.id, dcpl.id
         )
-        if direct:
-            assert fd is not None
-            _write_direct(dataset, data, fd)
-        elif data.size:
-            dataset.write(h5py.h5s.ALL, h5py.h5s.ALL, data)
-        return dataset
+        try:
+            if direct:
+                assert fd is not None
+                _write_direct(calls.offset(hid), data, fd)
+            elif data.size:
+                contiguous = np.ascontiguousarray(data)  # held: HDF5 reads its memory
+                calls.write_dataset(hid, dtype.id, contiguous.ctypes.data)
+            for name, value in attrs.items():
+                if not self._write_with_calls(hid, self._key(name), value):
+                    with h5py.h5d.open(file.id, path.encode("utf-8")) as dataset:
+                        self._write_with_h5py(dataset, name, value)
+        finally:
+            calls.close_dataset(hid)
+
+    def _key(self, name: str) -> bytes:
+        key = self._names.get(name)
+        if key is None:
+            key = self._names[name] = name.encode("utf-8")
+        return key
 
     def _space(self, shape: tuple[int, ...]) -> h5py.h5s.SpaceID:
         space = self._spaces.get(shape)
@@ -96,12 +127,8 @@ class AttributeWriter:
             space = self._spaces[shape] = h5py.h5s.create_simple(shape)
         return space
 
-    def write(self, dataset: h5py.h5d.DatasetID, name: str, value: Any) -> None:
-        key = self._names.get(name)
-        if key is None:
-            key = self._names[name] = name.encode("utf-8")
-        if self._calls is not None and self._write_direct(dataset.id, key, value):
-            return
+    def _write_with_h5py(self, dataset: h5py.h5d.DatasetID, name: str, value: Any) -> None:
+        key = self._key(name)
         if isinstance(value, str):
             attr = h5py.h5a.create(dataset, key, self._str_type, self._scalar)
             text = self._strings.get(value)
@@ -120,9 +147,9 @@ class AttributeWriter:
             # Anything else (an empty shape of a 0-d tensor) the way h5py always wrote it.
             h5py.AttributeManager(h5py.Dataset(dataset))[name] = value
 
-    def _write_direct(self, obj: int, key: bytes, value: Any) -> bool:
-        """Through `Hdf5AttributeCalls` the types the h5py path below writes (False: a
-        value it does not cover)."""
+    def _write_with_calls(self, obj: int, key: bytes, value: Any) -> bool:
+        """Through `Hdf5Calls` the types `_write_with_h5py` writes (False: a value it does
+        not cover)."""
         calls = self._calls
         assert calls is not None
         if isinstance(value, str):
@@ -154,9 +181,8 @@ def _plain_bytes(data: np.ndarray) -> bool:
     )
 
 
-def _write_direct(dataset: h5py.h5d.DatasetID, data: np.ndarray, fd: int) -> None:
-    """`data`'s bytes with os.pwrite (GIL released) at the dataset's storage offset."""
-    offset = dataset.get_offset()
+def _write_direct(offset: int | None, data: np.ndarray, fd: int) -> None:
+    """`data`'s bytes with os.pwrite (GIL released) at its dataset's storage `offset`."""
     if offset is None:
         raise OSError(f"HDF5 allocated no storage for a dataset of {data.nbytes} bytes")
     rest = memoryview(data.reshape(-1).view(np.uint8))

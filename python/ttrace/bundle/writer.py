@@ -95,7 +95,7 @@ class BundleWriter:
         self._test_disk_bytes = int(limit) if limit else None
         _enlarge_metadata_cache(self._file)
         self._attrs = AttributeWriter()
-        # The same file for large datasets' bytes, written outside the GIL (AttributeWriter).
+        # The same file for datasets' bytes, written outside the GIL (AttributeWriter).
         self._fd: int | None = os.open(self.path, os.O_WRONLY) if hasattr(os, "pwrite") else None
         self._written: set[str] = set()
         self._bytes = 0
@@ -159,7 +159,6 @@ class BundleWriter:
             and self._bytes + stored.nbytes > self._test_disk_bytes
         ):
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(self.path))
-        dataset = self._attrs.create_dataset(self._file, path, stored, self._fd)
         attrs: dict[str, Any] = {
             "dtype": kind.name,
             "variant": key.variant,
@@ -178,8 +177,7 @@ class BundleWriter:
             if name not in NOTE_ATTRS:
                 raise ValueError(f"rank {self.rank}: {path}: unknown note {name!r}")
             attrs[name] = str(text)
-        for name, value in attrs.items():
-            self._attrs.write(dataset, name, value)
+        self._attrs.write_tensor(self._file, path, stored, self._fd, attrs)
         self._written.add(path)
         self._bytes += stored.nbytes
         self.last_path = path
