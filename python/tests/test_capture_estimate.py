@@ -65,7 +65,7 @@ def test_estimate_at_start_then_measured_once(tmp_path: Path, caplog) -> None:
     # the parameter, its gradient, main gradient, after-step value and two Adam states.
     params = (64 * 128 + 128 + 128 * 32 + 32) * 4
     assert f"{6 * params / 1e3:.1f} kB per captured iteration" in estimates[0]
-    assert "2 iteration(s) x 1 variant(s)" in estimates[0]
+    assert f"2 iteration(s) x 1 variant(s): at least {12 * params / 1e3:.1f} kB" in estimates[0]
     written = iteration_bytes(tmp_path / "b" / "rank-00000.h5", 0)
     assert written > 6 * params  # activations come on top of the parameters
     assert f"{written / 1e3:.1f} kB in iteration 0" in measured[0], (measured, written)

@@ -73,7 +73,7 @@ class CaptureEstimate:
             "captured iteration)"
             if activations
             else "",
-            self._total(self.parameter_kinds_bytes),
+            self._total(self.parameter_kinds_bytes, "at least" if activations else "about"),
         )
 
     def step_queued(self, iteration: int, nbytes: int) -> None:
@@ -86,16 +86,17 @@ class CaptureEstimate:
                 "ttrace: capture measured (rank 0): %s in iteration %d%s",
                 _size(nbytes),
                 iteration,
-                self._total(nbytes),
+                self._total(nbytes, "about"),
             )
 
-    def _total(self, per_iteration: int) -> str:
+    def _total(self, per_iteration: int, bound: str) -> str:
         iterations = self.state.iterations
         if iterations is None:
             return "; every iteration is captured (Tracer(iterations=...) bounds it)"
         runs = len(iterations) * self.variants
-        return f"; {len(iterations)} iteration(s) x {self.variants} variant(s): about " + (
-            f"{_size(per_iteration * runs)} per rank"
+        total = _size(per_iteration * runs)
+        return f"; {len(iterations)} iteration(s) x {self.variants} variant(s): {bound} {total}" + (
+            " per rank"
         )
 
 
