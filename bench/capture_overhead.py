@@ -1,28 +1,37 @@
-"""Capture overhead on the example GPT: traced over untraced training step time, side by side.
+"""Capture overhead on the example GPT: traced over untraced training step, and the
+capture's writer against a plain write of the same bytes, side by side in one run.
 
-    python bench/capture_overhead.py                  # reference and 4-rank TP2xDP2 candidate
+    python bench/capture_overhead.py                  # the demo's model and a capture-heavy one
+    python bench/capture_overhead.py --configs heavy --runs reference
     python bench/capture_overhead.py --quick          # small model, few steps (CI: no assertions)
-    python bench/capture_overhead.py --rounds 5       # medians over 5 runs of each
+    python bench/capture_overhead.py --rounds 3       # medians over 3 runs of each
     python bench/capture_overhead.py --baseline OTHER_CHECKOUT   # the same runs of another
                                                       # version, interleaved with this one's
 
+Configurations (`--configs`): `example`, the example GPT as `scripts/demo.sh` runs it
+(hidden 32, 4 layers, sequence 16, global batch 4, 2 micro-batches); `bench`, the table of
+earlier versions (hidden 128, 4 layers, sequence 128, global batch 8); `heavy`, a capture-
+heavy one (hidden 256, 8 layers, sequence 128, global batch 8: big activations, many
+modules). Each as a reference (one process) and a 4-rank TP2xDP2 candidate (`--runs`).
+
 Traced and untraced steps alternate within one run (iterations 1, 3, 5... traced, 2, 4, 6...
 not), so machine load hits both alike; with `--baseline` the two versions' runs alternate
-too. For rank 0 of each run the table gives medians over the rounds of:
-- wall: the step's elapsed time, traced over untraced (the target: at most 1.5);
+too. For rank 0 of each run the first table gives medians over the rounds of:
+- wall: the step's elapsed time, traced over untraced (the target: at most 1.3);
 - thread CPU: the training thread's own CPU time (`time.thread_time`), traced over untraced:
   what the hooks cost the training thread itself;
 - process CPU: the whole process's CPU time (the writer thread included), traced over
   untraced; on a machine whose cores are all busy (several ranks per core) this is what
   the wall ratio tends to;
 - page faults (minor) per traced step;
-- capture MB/s: bytes of one rank's traced step over the step's wall time; writer MB/s: the
-  same bytes over the writer thread's CPU time; disk MB/s: a plain file of the same size
-  written with `os.write` into the same folder (no fsync: the capture does not fsync
-  either), the disk's own rate as the job sees it.
-Then the capture phases of this checkout per traced step (`ttrace.capture.phase_times`).
-Every run's raw numbers are appended to `WORK/stats.jsonl`.
-A version whose example does not report a column (an older checkout) shows `-`.
+- capture MB/s: bytes of one rank's traced step over the step's wall time.
+The second table (`writer_throughput.py`): one traced step of rank 0, as captured, written
+again into the same folder by the capture's writer (queued as hooks queue it, closed:
+fsync and checksum included) and plainly (`os.write` of the same bytes into one file,
+fsync), alternating, medians of `--write-rounds` (the target: writer >= 0.8x plain).
+Then the capture phases of this checkout per traced step (`ttrace.capture.phase_times`),
+and the load average before and after. Every run's raw numbers are appended to
+`WORK/stats.jsonl`. A version whose example does not report a column shows `-`.
 """
 
 from __future__ import annotations
@@ -34,28 +43,16 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-RUNS = (("reference", 1), ("candidate TP2xDP2 r0", 4))
-
-
-def disk_write_mb_s(folder: Path, size: int) -> float:
-    """A plain sequential write of `size` bytes, dd-like (4 MiB blocks, no fsync)."""
-    block = os.urandom(1 << 22)
-    path = folder / "disk-probe.bin"
-    start = time.perf_counter()
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
-    try:
-        written = 0
-        while written < size:
-            written += os.write(fd, block)
-    finally:
-        os.close(fd)
-    elapsed = time.perf_counter() - start
-    path.unlink()
-    return written / elapsed / 1e6
+RUNS = {"reference": ("reference", 1), "candidate": ("candidate TP2xDP2 r0", 4)}
+CONFIGS = {
+    "example": ["--hidden", "32", "--layers", "4", "--seq-len", "16", "--global-batch", "4"],
+    "bench": ["--hidden", "128", "--layers", "4", "--seq-len", "128", "--global-batch", "8"],
+    "heavy": ["--hidden", "256", "--layers", "8", "--seq-len", "128", "--global-batch", "8"],
+    "quick": ["--hidden", "32", "--layers", "2", "--seq-len", "16"],
+}
 
 
 def run_example(code_root: Path, out: Path, model: list[str], iterations: int, nproc: int) -> dict:
@@ -76,14 +73,24 @@ def run_example(code_root: Path, out: Path, model: list[str], iterations: int, n
     return json.loads(line.removeprefix("TTRACE_STATS "))
 
 
+def compare_writer(code_root: Path, rank_file: Path, work: Path, rounds: int) -> dict:
+    """`writer_throughput.py` under `code_root`'s package: its writer against a plain write."""
+    env = dict(os.environ, PYTHONPATH=f"{code_root / 'python'}{os.pathsep}{code_root}")
+    script = Path(__file__).resolve().parent / "writer_throughput.py"
+    cmd = [sys.executable, str(script), str(rank_file), "1", str(work), str(rounds)]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed:\n{proc.stderr[-3000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
 def ratio(stats: dict, prefix: str) -> float | None:
     traced, untraced = stats.get(f"{prefix}_traced"), stats.get(f"{prefix}_untraced")
     return traced / untraced if traced and untraced else None
 
 
-def summarize(stats: dict, disk: float) -> dict[str, float | None]:
+def summarize(stats: dict) -> dict[str, float | None]:
     per_step = stats["bytes_per_traced_step"]
-    writer = (stats.get("phases_s") or {}).get("writer_cpu")
     return {
         "untraced s": stats["step_s_untraced"],
         "traced s": stats["step_s_traced"],
@@ -92,8 +99,6 @@ def summarize(stats: dict, disk: float) -> dict[str, float | None]:
         "process CPU": ratio(stats, "process_cpu_s"),
         "faults/step": stats.get("page_faults_traced"),
         "capture MB/s": per_step / stats["step_s_traced"] / 1e6,
-        "writer MB/s": per_step / writer / 1e6 if writer else None,
-        "disk MB/s": disk,
     }
 
 
@@ -110,41 +115,66 @@ def cell(value: float | None, width: int) -> str:
 
 def print_table(rows: list[tuple[str, dict[str, float | None]]]) -> None:
     columns = list(rows[0][1])
-    print(f"{'run':34}" + "".join(f"{c:>13}" for c in columns))
+    print(f"{'run':44}" + "".join(f"{c:>13}" for c in columns))
     for name, values in rows:
-        print(f"{name:34}" + "".join(cell(values[c], 13) for c in columns))
+        print(f"{name:44}" + "".join(cell(values[c], 13) for c in columns))
+
+
+def load() -> str:
+    return "load average " + " ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
 def main() -> None:
     a = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     a.add_argument("--quick", action="store_true", help="small model, few steps")
+    a.add_argument("--configs", default="example,heavy", help=f"of {','.join(CONFIGS)}")
+    a.add_argument("--runs", default="reference,candidate", help="reference, candidate")
     a.add_argument("--code-root", type=Path, default=ROOT, help="checkout whose capture to time")
     a.add_argument("--baseline", type=Path, default=None, help="another checkout to compare")
     a.add_argument("--rounds", type=int, default=1, help="runs of each; medians are printed")
+    a.add_argument("--write-rounds", type=int, default=3, help="writer vs plain write rounds")
     a.add_argument("--work", type=Path, default=None, help="folder for bundles (default: temp)")
     args = a.parse_args()
-    if args.quick:
-        model, iterations = ["--hidden", "32", "--layers", "2", "--seq-len", "16"], 5
-    else:
-        model = ["--hidden", "128", "--layers", "4", "--seq-len", "128", "--global-batch", "8"]
-        iterations = 9
+    configs = ["quick"] if args.quick else args.configs.split(",")
+    iterations = 5 if args.quick else 9
     work = args.work or Path(tempfile.mkdtemp(prefix="ttrace-capture-bench-"))
     work.mkdir(parents=True, exist_ok=True)
     versions = [("this", args.code_root)]
     if args.baseline is not None:
         versions.append(("baseline", args.baseline))
+    load_before = load()
     results: dict[tuple[str, str], list[dict]] = {}
+    writes: dict[tuple[str, str], dict[str, float]] = {}
     phases: dict[str, list[dict]] = {}
     for _ in range(max(1, args.rounds)):
-        for name, nproc in RUNS:
-            for version, root in versions:
-                stats = run_example(root, work / f"bundle-{nproc}", model, iterations, nproc)
-                with open(work / "stats.jsonl", "a") as raw:  # every run's numbers, as printed
-                    raw.write(json.dumps({"run": name, "version": version, **stats}) + "\n")
-                disk = disk_write_mb_s(work, max(int(stats["bytes_per_traced_step"]), 1 << 24))
-                results.setdefault((name, version), []).append(summarize(stats, disk))
-                if version == "this" and "phases_s" in stats:
-                    phases.setdefault(name, []).append(stats["phases_s"])
+        for config in configs:
+            for run in args.runs.split(","):
+                name, nproc = RUNS[run]
+                label = f"{config}: {name}"
+                for version, root in versions:
+                    out = work / f"bundle-{config}-{nproc}-{version}"
+                    stats = run_example(root, out, CONFIGS[config], iterations, nproc)
+                    with open(work / "stats.jsonl", "a") as raw:  # every run's numbers
+                        raw.write(json.dumps({"run": label, "version": version, **stats}) + "\n")
+                    results.setdefault((label, version), []).append(summarize(stats))
+                    if version == "this" and "phases_s" in stats:
+                        phases.setdefault(label, []).append(stats["phases_s"])
+                    if (label, version) not in writes:  # the same bytes each round
+                        rank0 = out / "rank-00000.h5"
+                        writes[(label, version)] = compare_writer(
+                            root, rank0, work / "writes", args.write_rounds
+                        )
+    print_results(args, versions, results, writes, phases)
+    print(f"{load_before} before, {load()} after (2 cores: above 2, others share them)")
+
+
+def print_results(
+    args: argparse.Namespace,
+    versions: list[tuple[str, Path]],
+    results: dict[tuple[str, str], list[dict]],
+    writes: dict[tuple[str, str], dict[str, float]],
+    phases: dict[str, list[dict]],
+) -> None:
     rows = []
     for (name, version), runs in results.items():
         label = f"{name} ({version})" if len(versions) > 1 else name
@@ -155,15 +185,24 @@ def main() -> None:
         print(f"  {version}: {root}")
     print_table(rows)
     print(
-        "wall / thread CPU / process CPU: traced step over untraced; capture MB/s: bytes of "
-        "one rank's traced step over its wall time; writer MB/s: over the writer's CPU time; "
-        "disk MB/s: a plain file write of that size, same folder"
+        "wall / thread CPU / process CPU: traced step over untraced (target wall <= 1.3); "
+        "capture MB/s: bytes of one rank's traced step over its wall time"
+    )
+    print(
+        f"\nwriter against a plain write of one traced step, fsync at the end, median of "
+        f"{args.write_rounds} (target >= 0.8):"
+    )
+    print_table(
+        [
+            (f"{name} ({version})" if len(versions) > 1 else name, w)
+            for (name, version), w in writes.items()
+        ]
     )
     if phases:
-        print("capture phases of this checkout, seconds per traced step (median):")
+        print("\ncapture phases of this checkout, seconds per traced step (median):")
         for name, runs in phases.items():
             cells = "  ".join(f"{k} {median([r[k] for r in runs]):.3f}" for k in runs[0])
-            print(f"  {name:28} {cells}")
+            print(f"  {name:40} {cells}")
 
 
 if __name__ == "__main__":

@@ -1,20 +1,24 @@
-"""Dataset and attribute creation through h5py's low-level API.
+"""Datasets and their attributes, written below h5py's high-level API.
 
 A captured tensor is one dataset with about a dozen small attributes. h5py's high-level
 `attrs[name] = value` creates each attribute under a temporary name, renames it and guesses
-its type every time: in a training step that writes hundreds of tensors this was most of
-the writer's CPU time, taken from the training job's cores. The types written here are the
-ones h5py's high-level API picks (scalar int64, variable-length UTF-8 strings, int64
-arrays), so files are identical in layout and readers see no difference.
+its type every time, and even its low-level API creates and registers a Python object per
+HDF5 identifier: in a training step that writes hundreds of tensors that was most of the
+writer's CPU time, taken from the training job's cores with the GIL held. Datasets and
+attributes are created through the HDF5 library's own calls (`hdf5_calls`, GIL released;
+h5py's low-level API where that library cannot be reached). The types written are the ones
+h5py's high-level API picks (scalar int64, variable-length UTF-8 strings, int64 arrays), so
+readers see no difference, and both routes write the same file bytes (tested).
 
-A large dataset's bytes are written with `os.pwrite`, which releases the GIL, instead of
-through `H5Dwrite`, which h5py calls holding it: a capture's writer thread writing hundreds
-of megabytes per step otherwise stalls the training thread at every Python bytecode it
-runs. HDF5 still allocates the storage: its first rows (at least the size of HDF5's sieve
-buffer, so that no sieve buffer ever caches part of the dataset) go through `H5Dwrite`,
-then the rest goes straight to the dataset's file offset. The file's bytes are the same as
-with one `H5Dwrite` (the storage is the same contiguous extent, allocated at the same point,
-no fill value is written either way).
+A dataset's bytes (from `DIRECT_WRITE_BYTES` up) are written with `os.pwrite`, which
+releases the GIL, instead of through `H5Dwrite`, which h5py calls holding it: a capture's
+writer thread writing hundreds of megabytes per step otherwise stalls the training thread at
+every Python bytecode it runs (the training thread waits for the GIL after each torch call
+that released it). HDF5 allocates such a dataset's contiguous storage when it creates the
+dataset (early allocation, no fill value ever written), the writer asks for its file offset
+and writes the bytes there. Readers see an ordinary contiguous dataset; only the dataset's
+fill-value message says the storage was allocated early. Small datasets go through
+`H5Dwrite`, where one call costs less than the offset query and the extra system call.
 """
 
 from __future__ import annotations
@@ -25,9 +29,12 @@ from typing import Any
 import h5py
 import numpy as np
 
+from .hdf5_calls import Hdf5Calls
+
 _UTF8 = h5py.string_dtype("utf-8")
-# Datasets at least this large are written mostly with os.pwrite (below: H5Dwrite).
-DIRECT_WRITE_BYTES = 1 << 20
+# Datasets at least this large are written with os.pwrite (below: H5Dwrite). Typical
+# activations (hundreds of KiB) must take the direct path: they hold most captured bytes.
+DIRECT_WRITE_BYTES = 16 << 10
 _CACHED = 4096  # entries of each cache below, at most
 
 
@@ -43,7 +50,11 @@ class AttributeWriter:
         # No modification times: h5py's default, and reproducible files.
         self._dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
         self._dcpl.set_obj_track_times(False)
-        self._sieve_bytes: int | None = None
+        # Direct datasets: storage allocated at creation, so its offset is known at once.
+        self._dcpl_direct = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+        self._dcpl_direct.set_obj_track_times(False)
+        self._dcpl_direct.set_alloc_time(h5py.h5d.ALLOC_TIME_EARLY)
+        self._dcpl_direct.set_fill_time(h5py.h5d.FILL_TIME_NEVER)
         # Types, dataspaces and string values recur from dataset to dataset: HDF5 copies
         # them into each object header, so one of each serves all (and h5py registers every
         # new identifier it hands out, which cost as much as the HDF5 calls).
@@ -51,35 +62,62 @@ class AttributeWriter:
         self._spaces: dict[tuple[int, ...], h5py.h5s.SpaceID] = {}
         self._strings: dict[str, np.ndarray] = {}
         self._names: dict[str, bytes] = {}
+        # The same datasets and attributes without h5py objects and outside the GIL, where
+        # the library can be reached (hdf5_calls); else through h5py.
+        self._calls = Hdf5Calls.load(self._scalar)
+        self._encoded: dict[str, bytes] = {}
 
-    def create_dataset(
-        self, file: h5py.File, path: str, data: np.ndarray, fd: int | None = None
-    ) -> h5py.h5d.DatasetID:
-        """A contiguous dataset at `path` (intermediate groups created) holding `data`.
-        `fd`: a descriptor of the same file open for writing, for the direct path."""
+    def write_tensor(
+        self,
+        file: h5py.File,
+        path: str,
+        data: np.ndarray,
+        fd: int | None,
+        attrs: dict[str, Any],
+    ) -> None:
+        """A contiguous dataset at `path` (intermediate groups created) holding `data`, with
+        `attrs`. `fd`: a descriptor of the same file open for writing, for the direct path."""
         space = self._space(data.shape)
         dtype = self._types.get(data.dtype)
         if dtype is None:
             dtype = self._types[data.dtype] = h5py.h5t.py_create(data.dtype)
-        dataset = h5py.h5d.create(
-            file.id, path.encode("utf-8"), dtype, space, dcpl=self._dcpl, lcpl=self._lcpl
-        )
-        if data.size:
-            head = self._head_rows(file, data) if fd is not None else data.shape[0]
-            if head >= data.shape[0]:
+        direct = fd is not None and data.nbytes >= DIRECT_WRITE_BYTES and _plain_bytes(data)
+        dcpl = self._dcpl_direct if direct else self._dcpl
+        calls = self._calls
+        if calls is None:
+            dataset = h5py.h5d.create(
+                file.id, path.encode("utf-8"), dtype, space, dcpl=dcpl, lcpl=self._lcpl
+            )
+            if direct:
+                assert fd is not None
+                _write_direct(dataset.get_offset(), data, fd)
+            elif data.size:
                 dataset.write(h5py.h5s.ALL, h5py.h5s.ALL, data)
-            else:
-                _write_split(dataset, data, head, fd)
-        return dataset
+            for name, value in attrs.items():
+                self._write_with_h5py(dataset, name, value)
+            return
+        hid = calls.create_dataset(
+            file.id.id, path.encode("utf-8"), dtype.id, space.id, self._lcpl.id, dcpl.id
+        )
+        try:
+            if direct:
+                assert fd is not None
+                _write_direct(calls.offset(hid), data, fd)
+            elif data.size:
+                contiguous = np.ascontiguousarray(data)  # held: HDF5 reads its memory
+                calls.write_dataset(hid, dtype.id, contiguous.ctypes.data)
+            for name, value in attrs.items():
+                if not self._write_with_calls(hid, self._key(name), value):
+                    with h5py.h5d.open(file.id, path.encode("utf-8")) as dataset:
+                        self._write_with_h5py(dataset, name, value)
+        finally:
+            calls.close_dataset(hid)
 
-    def _head_rows(self, file: h5py.File, data: np.ndarray) -> int:
-        """How many leading rows of `data` go through H5Dwrite (all: no direct path)."""
-        if data.nbytes < DIRECT_WRITE_BYTES or data.ndim == 0 or not _plain_bytes(data):
-            return data.shape[0] if data.ndim else 1
-        if self._sieve_bytes is None:
-            self._sieve_bytes = file.id.get_access_plist().get_sieve_buf_size()
-        row_bytes = data.nbytes // data.shape[0]
-        return max(1, -(-self._sieve_bytes // row_bytes)) if row_bytes else data.shape[0]
+    def _key(self, name: str) -> bytes:
+        key = self._names.get(name)
+        if key is None:
+            key = self._names[name] = name.encode("utf-8")
+        return key
 
     def _space(self, shape: tuple[int, ...]) -> h5py.h5s.SpaceID:
         space = self._spaces.get(shape)
@@ -89,10 +127,8 @@ class AttributeWriter:
             space = self._spaces[shape] = h5py.h5s.create_simple(shape)
         return space
 
-    def write(self, dataset: h5py.h5d.DatasetID, name: str, value: Any) -> None:
-        key = self._names.get(name)
-        if key is None:
-            key = self._names[name] = name.encode("utf-8")
+    def _write_with_h5py(self, dataset: h5py.h5d.DatasetID, name: str, value: Any) -> None:
+        key = self._key(name)
         if isinstance(value, str):
             attr = h5py.h5a.create(dataset, key, self._str_type, self._scalar)
             text = self._strings.get(value)
@@ -111,6 +147,29 @@ class AttributeWriter:
             # Anything else (an empty shape of a 0-d tensor) the way h5py always wrote it.
             h5py.AttributeManager(h5py.Dataset(dataset))[name] = value
 
+    def _write_with_calls(self, obj: int, key: bytes, value: Any) -> bool:
+        """Through `Hdf5Calls` the types `_write_with_h5py` writes (False: a value it does
+        not cover)."""
+        calls = self._calls
+        assert calls is not None
+        if isinstance(value, str):
+            text = self._encoded.get(value)
+            if text is None:
+                if len(self._encoded) >= _CACHED:
+                    self._encoded.clear()
+                text = self._encoded[value] = value.encode("utf-8")
+            if b"\0" in text:
+                return False  # a C string would end there: h5py's path says what it does
+            calls.write_string(obj, key, self._str_type.id, self._scalar.id, text)
+        elif isinstance(value, np.integer) and value.dtype == np.int64:
+            calls.write_int64(obj, key, self._i64_type.id, self._scalar.id, int(value))
+        elif isinstance(value, np.ndarray) and value.dtype == np.int64 and value.size:
+            space = self._space(value.shape).id
+            calls.write_int64_array(obj, key, self._i64_type.id, space, value)
+        else:
+            return False
+        return True
+
 
 def _plain_bytes(data: np.ndarray) -> bool:
     """Does HDF5 store `data`'s memory bytes as they are (no conversion)?"""
@@ -122,19 +181,12 @@ def _plain_bytes(data: np.ndarray) -> bool:
     )
 
 
-def _write_split(dataset: h5py.h5d.DatasetID, data: np.ndarray, head: int, fd: int) -> None:
-    """The first `head` rows through H5Dwrite (which allocates the storage), the rest with
-    os.pwrite at the storage's offset in the file."""
-    file_space = dataset.get_space()
-    start = (0,) * data.ndim
-    file_space.select_hyperslab(start, (head, *data.shape[1:]))
-    first = np.ascontiguousarray(data[:head])
-    dataset.write(h5py.h5s.create_simple(first.shape), file_space, first)
-    offset = dataset.get_offset()
+def _write_direct(offset: int | None, data: np.ndarray, fd: int) -> None:
+    """`data`'s bytes with os.pwrite (GIL released) at its dataset's storage `offset`."""
     if offset is None:
         raise OSError(f"HDF5 allocated no storage for a dataset of {data.nbytes} bytes")
-    rest = memoryview(data.reshape(-1).view(np.uint8))[first.nbytes :]
-    position = offset + first.nbytes
+    rest = memoryview(data.reshape(-1).view(np.uint8))
+    position = offset
     while len(rest):
         written = os.pwrite(fd, rest, position)
         rest, position = rest[written:], position + written

@@ -47,6 +47,10 @@ FLUSH_SLACK_BYTES = 64 << 10
 # the rank file's tensors may take this many bytes; the write past it fails with ENOSPC
 # before touching the file, as the write of a full disk would.
 TEST_DISK_BYTES_ENV = "TTRACE_TEST_DISK_BYTES"
+# Every this many bytes of tensors the writer asks the kernel to start writing the file's
+# dirty pages back (sync_file_range, without waiting): the disk then works while the writer
+# encodes the next tensors, and the fsync at close waits only for the last few.
+WRITEBACK_BYTES = 8 << 20
 
 
 def rank_file_name(rank: int) -> str:
@@ -91,10 +95,11 @@ class BundleWriter:
         self._test_disk_bytes = int(limit) if limit else None
         _enlarge_metadata_cache(self._file)
         self._attrs = AttributeWriter()
-        # The same file for large datasets' bytes, written outside the GIL (AttributeWriter).
+        # The same file for datasets' bytes, written outside the GIL (AttributeWriter).
         self._fd: int | None = os.open(self.path, os.O_WRONLY) if hasattr(os, "pwrite") else None
         self._written: set[str] = set()
         self._bytes = 0
+        self._writeback_at = 0  # self._bytes when writeback was last started
         self.last_path = ""  # the tensor written last
         # What the file on disk holds since its last flush: what a reader can rely on.
         self.durable_size = 0
@@ -154,7 +159,6 @@ class BundleWriter:
             and self._bytes + stored.nbytes > self._test_disk_bytes
         ):
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(self.path))
-        dataset = self._attrs.create_dataset(self._file, path, stored, self._fd)
         attrs: dict[str, Any] = {
             "dtype": kind.name,
             "variant": key.variant,
@@ -173,11 +177,18 @@ class BundleWriter:
             if name not in NOTE_ATTRS:
                 raise ValueError(f"rank {self.rank}: {path}: unknown note {name!r}")
             attrs[name] = str(text)
-        for name, value in attrs.items():
-            self._attrs.write(dataset, name, value)
+        self._attrs.write_tensor(self._file, path, stored, self._fd, attrs)
         self._written.add(path)
         self._bytes += stored.nbytes
         self.last_path = path
+        if self._bytes - self._writeback_at >= WRITEBACK_BYTES:
+            self._start_writeback()
+
+    def _start_writeback(self) -> None:
+        """Start writing the file's dirty pages to the disk, without waiting for it."""
+        self._writeback_at = self._bytes
+        if self._fd is not None and hasattr(os, "sync_file_range"):
+            os.sync_file_range(self._fd, 0, 0, os.SYNC_FILE_RANGE_WRITE)
 
     @staticmethod
     def _encode(
@@ -261,13 +272,12 @@ class BundleWriter:
     def close(self) -> RankRecord:
         """Close the file and return this rank's manifest entry (again on repeated calls)."""
         if self._file is not None or self._record is None:
-            if self._fd is not None:
-                os.close(self._fd)
-                self._fd = None
             if self._file is not None:
                 self._file.close()
             self._file = None
+            # The checksum reads the file back from the page cache while the disk writes it.
             size, crc = file_checksum(self.path)
+            self._sync()
             self._record = RankRecord(
                 rank=self.rank,
                 file=self.file_name,
@@ -279,6 +289,19 @@ class BundleWriter:
             )
         assert self._record is not None
         return self._record
+
+    def _sync(self) -> None:
+        """fsync the closed rank file: on the disk before the manifest names it. A file cut
+        back after a failed write is not synced (the disk that failed may fail it again, and
+        the failure already stopped the capture)."""
+        if self.abandoned:
+            return
+        fd = self._fd if self._fd is not None else os.open(self.path, os.O_RDWR)
+        self._fd = None
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
     @property
     def closed(self) -> bool:

@@ -29,6 +29,7 @@ import torch
 from ttrace.bundle import BundleWriter, Placement, RankRecord, TensorKey
 from ttrace.bundle.rank_status import RankStatus
 
+from .capture_estimate import CaptureEstimate
 from .errors import TracerError
 from .host_buffers import HostBuffers
 from .host_copy import wait_ready
@@ -67,6 +68,9 @@ class AsyncWriter:
         self.bytes_written = 0
         self.tensors_written = 0
         self._record: RankRecord | None = None
+        # Told the bytes of each step once it is queued (the first refines the estimate).
+        self.estimate: CaptureEstimate | None = None
+        self._step_bytes = 0
         self._thread = threading.Thread(target=self._run, name="ttrace-writer", daemon=True)
         self._thread.start()
 
@@ -91,6 +95,7 @@ class AsyncWriter:
                 self._raise_pending()
             self._items.append((key, tensor, placement, notes, nbytes))
             self._pending_bytes += nbytes
+            self._step_bytes += nbytes
             self.peak_pending_bytes = max(self.peak_pending_bytes, self._pending_bytes)
             self._cond.notify_all()
 
@@ -100,6 +105,9 @@ class AsyncWriter:
         with self._cond:
             self._items.append((_STEP_DONE, (variant, int(iteration)), None, None, 0))
             self._cond.notify_all()
+            nbytes, self._step_bytes = self._step_bytes, 0
+        if self.estimate is not None:
+            self.estimate.step_queued(int(iteration), nbytes)
 
     def flush(self) -> None:
         """Wait until everything queued is on disk and the file is flushed."""

@@ -41,6 +41,7 @@ from ttrace.bundle.rank_status import RankStatus
 from .async_writer import AsyncWriter
 from .call_recorder import CallRecorder
 from .call_structure import CallStructure
+from .capture_estimate import CaptureEstimate
 from .capture_state import CaptureState
 from .close_rendezvous import collective_timeout, wait_for_ranks
 from .compiled_regions import check_roots, inside_regions
@@ -165,6 +166,10 @@ class Tracer:
         status.write(self.out_dir)
         # A failed write (a full disk) stops the capture; "warn" keeps the job training.
         self.writer = AsyncWriter(writer, memory_cap_bytes, status, on_write_error == "raise")
+        self.writer.estimate = CaptureEstimate(
+            self.selected, self.state, len(status.variants), self.rank, optimizer is not None
+        )
+        self.writer.estimate.announce()  # rank 0: the bytes per iteration, before any step
         self.hooks = ModuleHooks(
             self.names,
             self.inference,
