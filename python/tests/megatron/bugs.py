@@ -16,6 +16,9 @@ Mixture-of-experts bugs (`--moe`), in Megatron-core's own router, dispatcher and
   probabilities without renormalizing them (the softmax over all experts, masked);
 - `unpermute_mismatch`: the token dispatcher of `decoder.layers.0.mlp` on rank 1
   un-permutes its combined tokens with two entries of its permutation mapping swapped;
+- `expert_output_scaled`: the second local expert of rank 1 (under EP2 global expert 3,
+  `local_experts.1` in rank 1's own module tree) returns its `linear_fc2` output scaled by
+  1 + 1e-3 (a wrong weight or activation in one expert);
 - `expert_grad_not_reduced` (a DDP bug, `inject_ddp`): the expert-parallel gradient buckets
   are scaled but never all-reduced over expert data parallelism.
 Pipeline bugs, in Megatron-core's pipeline code:
@@ -46,6 +49,7 @@ BUGS = {
 MOE_BUGS = {
     "router_no_renorm": "decoder.layers.0.mlp.router",
     "unpermute_mismatch": "decoder.layers.0.mlp",
+    "expert_output_scaled": "decoder.layers.0.mlp.experts.local_experts.1.linear_fc2",
 }
 DDP_BUGS = ("expert_grad_not_reduced",)
 BUGGY_RANK = 1
@@ -104,6 +108,16 @@ def _router_no_renorm(router: torch.nn.Module) -> None:
         return full * routing_map, routing_map
 
     router.routing = routing
+
+
+def _expert_output_scaled(linear: torch.nn.Module) -> None:
+    original = linear.forward
+
+    def forward(*args: Any, **kwargs: Any) -> Any:
+        out, bias = original(*args, **kwargs)
+        return out * SCALE, bias
+
+    linear.forward = forward
 
 
 def _unpermute_mismatch(layer: torch.nn.Module) -> None:
@@ -181,7 +195,12 @@ def inject(name: str, chunks: list[torch.nn.Module]) -> None:
     if name in MOE_BUGS:
         if torch.distributed.get_rank() == BUGGY_RANK:
             module = chunks[0].get_submodule(MOE_BUGS[name])
-            _router_no_renorm(module) if name == "router_no_renorm" else _unpermute_mismatch(module)
+            wrong = {
+                "router_no_renorm": _router_no_renorm,
+                "unpermute_mismatch": _unpermute_mismatch,
+                "expert_output_scaled": _expert_output_scaled,
+            }
+            wrong[name](module)
         return
     if name == "stale_activation":
         return _stale_activation()
