@@ -37,7 +37,7 @@ RECOMPUTED = {
     "full": [
         ("decoder.layers.1@recompute", "forward_output", "0"),
         ("decoder.layers.0.mlp.linear_fc2@recompute", "forward_output", "0"),
-        ("decoder.layers.1", "input_grad", "0"),
+        ("decoder.layers.1", "input_grad", "hidden_states"),
     ],
     "selective": [
         ("decoder.layers.0.self_attention.core_attention@recompute", "forward_output", "0"),
