@@ -51,10 +51,10 @@ CONFIGS = {
 BUGS = {
     "router_no_renorm": ("ep2", "decoder.layers.0.mlp.router", "forward"),
     "unpermute_mismatch": ("tp2_sp_ep2_etp1", "decoder.layers.0.mlp", "forward"),
-    # Rank 1's `local_experts.1` is global expert 3: named by its global id.
-    "expert_output_scaled": (
+    # Rank 1's `local_experts.0` is global expert 2: named by its global id.
+    "expert_scale": (
         "ep2",
-        "decoder.layers.0.mlp.experts.local_experts.3.linear_fc2",
+        "decoder.layers.0.mlp.experts.local_experts.2.linear_fc2",
         "forward",
     ),
     "expert_grad_not_reduced": (

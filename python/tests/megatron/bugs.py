@@ -16,9 +16,8 @@ Mixture-of-experts bugs (`--moe`), in Megatron-core's own router, dispatcher and
   probabilities without renormalizing them (the softmax over all experts, masked);
 - `unpermute_mismatch`: the token dispatcher of `decoder.layers.0.mlp` on rank 1
   un-permutes its combined tokens with two entries of its permutation mapping swapped;
-- `expert_output_scaled`: the second local expert of rank 1 (under EP2 global expert 3,
-  `local_experts.1` in rank 1's own module tree) returns its `linear_fc2` output scaled by
-  1 + 1e-3 (a wrong weight or activation in one expert);
+- `expert_scale`: on rank 1, the first local expert's `linear_fc2` (global expert 2 under
+  EP2) scales its output by 1 + 1e-2 (a bug in one expert's own code);
 - `expert_grad_not_reduced` (a DDP bug, `inject_ddp`): the expert-parallel gradient buckets
   are scaled but never all-reduced over expert data parallelism.
 Pipeline bugs, in Megatron-core's pipeline code:
@@ -49,12 +48,13 @@ BUGS = {
 MOE_BUGS = {
     "router_no_renorm": "decoder.layers.0.mlp.router",
     "unpermute_mismatch": "decoder.layers.0.mlp",
-    "expert_output_scaled": "decoder.layers.0.mlp.experts.local_experts.1.linear_fc2",
+    "expert_scale": "decoder.layers.0.mlp.experts.local_experts.0.linear_fc2",
 }
 DDP_BUGS = ("expert_grad_not_reduced",)
 BUGGY_RANK = 1
 PIPELINE_BUGS = ("stale_activation", "loss_not_averaged")
 SCALE = 1.0 + 1e-3
+EXPERT_SCALE = 1.0 + 1e-2
 REDUCERS = (
     "reduce_from_tensor_model_parallel_region",
     "reduce_scatter_to_sequence_parallel_region",
@@ -110,16 +110,6 @@ def _router_no_renorm(router: torch.nn.Module) -> None:
     router.routing = routing
 
 
-def _expert_output_scaled(linear: torch.nn.Module) -> None:
-    original = linear.forward
-
-    def forward(*args: Any, **kwargs: Any) -> Any:
-        out, bias = original(*args, **kwargs)
-        return out * SCALE, bias
-
-    linear.forward = forward
-
-
 def _unpermute_mismatch(layer: torch.nn.Module) -> None:
     dispatcher = layer.token_dispatcher
     original = dispatcher.combine_postprocess
@@ -134,6 +124,16 @@ def _unpermute_mismatch(layer: torch.nn.Module) -> None:
         return original(tokens)
 
     dispatcher.combine_postprocess = combine_postprocess
+
+
+def _expert_scale(linear: torch.nn.Module) -> None:
+    original = linear.forward
+
+    def forward(*args: Any, **kwargs: Any) -> Any:
+        output, bias = original(*args, **kwargs)
+        return output * EXPERT_SCALE, bias
+
+    linear.forward = forward
 
 
 def inject_ddp(name: str, ddp: Any) -> None:
@@ -198,7 +198,7 @@ def inject(name: str, chunks: list[torch.nn.Module]) -> None:
             wrong = {
                 "router_no_renorm": _router_no_renorm,
                 "unpermute_mismatch": _unpermute_mismatch,
-                "expert_output_scaled": _expert_output_scaled,
+                "expert_scale": _expert_scale,
             }
             wrong[name](module)
         return
