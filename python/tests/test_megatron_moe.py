@@ -1,4 +1,4 @@
-"""Real Megatron-core (0.16.1) mixture of experts captured with zero annotations: the tiny
+"""Real Megatron-core mixture of experts captured with zero annotations: the tiny
 `GPTModel` of `megatron/gpt_train.py` with `--moe` (4 experts, top-2 routing, a `[b, s]`
 padding mask, Megatron's `SequentialMLP` experts) on gloo, against a single-process
 reference (perturbations=2):
@@ -9,6 +9,10 @@ reference (perturbations=2):
   1; each expert's tokens come from its EP group, by source rank);
 - TP2 + SP with EP2 and expert tensor parallel size 1 (experts whole on every rank of a TP
   group, their gradients reduced over expert-DP, not TP).
+
+The file runs on the installed release: 0.16.1 (`.venv`, ctest entry `python_megatron_moe`:
+every layout and bug) and 0.19.2 (`.venv312`, `python_megatron_latest_moe`: EP2 and the two
+bugs injected under EP2).
 
 Each correct run must be clean (exit 0, nothing invalid, missing or divergent) and train the
 same model: its loss equals the reference's at every step. Each injected bug
@@ -47,6 +51,12 @@ CONFIGS = {
 BUGS = {
     "router_no_renorm": ("ep2", "decoder.layers.0.mlp.router", "forward"),
     "unpermute_mismatch": ("tp2_sp_ep2_etp1", "decoder.layers.0.mlp", "forward"),
+    # Rank 1's `local_experts.0` is global expert 2: named by its global id.
+    "expert_scale": (
+        "ep2",
+        "decoder.layers.0.mlp.experts.local_experts.2.linear_fc2",
+        "forward",
+    ),
     "expert_grad_not_reduced": (
         "ep2_edp2",
         "decoder.layers.0.mlp.experts.local_experts.0.linear_fc1",

@@ -1,8 +1,12 @@
-"""Real Megatron-core (0.16.1) pipelines captured with zero annotations: the tiny `GPTModel`
+"""Real Megatron-core pipelines captured with zero annotations: the tiny `GPTModel`
 of `megatron/gpt_train.py` with 4 layers, split over 2 pipeline stages by Megatron's own
 `parallel_state`, `pre_process`/`post_process` and layer numbers, trained with the 1F1B
 schedule (batched and separate p2p exchanges), with tensor parallelism, and interleaved (2
 model chunks per stage), against a single-process reference of the same 4 layers.
+
+The file runs on the installed release: 0.16.1 (`.venv`, ctest entry
+`python_megatron_pipeline`: every layout and bug) and 0.19.2 (`.venv312`,
+`python_megatron_latest_pipeline`: PP2, VPP2 and the stale activation).
 
 Correct runs must be clean (exit 0, nothing invalid, missing or divergent): each stage's
 `decoder` holds other layers than the reference's and is left out with a note, never merged

@@ -7,7 +7,8 @@ DDP, optimizers and schedules run on gloo. Test harness only: capture needs none
   sort parameters by it;
 - `torch.cuda.current_stream()` (megatron-core 0.19 waits on CUDA-graph events before its
   gradient reduction) is a stream with nothing to wait for: on CPU every op has completed;
-- the model-parallel CUDA RNG tracker forks nothing (dropout is 0 in these runs);
+- the model-parallel CUDA RNG tracker forks nothing (dropout is 0 in these runs), and
+  activation recompute saves and restores no CUDA generator state (there is none);
 - CUDA streams and events (the MoE all-to-all dispatcher copies its split sizes to the host on
   a side stream): one stream that is always current, events that are always complete;
 - Transformer Engine's router GEMM: without TE, `moe_utils` never defines `te_general_gemm`
@@ -143,6 +144,10 @@ def install() -> None:
     mp_random.CudaRNGStatesTracker.fork = lambda self, name=None: contextlib.nullcontext()
     mp_random.CudaRNGStatesTracker.add = lambda self, name, seed: None
     mp_random.model_parallel_cuda_manual_seed = lambda *a, **k: None
+    # Megatron's recompute saves and restores the CUDA generator next to the CPU one: there
+    # is no CUDA generator here (the CPU state is still saved and restored by Megatron).
+    mp_random._get_cuda_rng_state = lambda *a, **k: torch.empty(0, dtype=torch.uint8)
+    mp_random._set_cuda_rng_state = lambda *a, **k: None
     from megatron.core.transformer.moe import moe_utils
 
     if not hasattr(moe_utils, "te_general_gemm"):

@@ -23,6 +23,9 @@ MoE options: `--aux-loss C` sets the load-balancing loss coefficient (default 0:
 that both sequence-parallel halves hold as many routed tokens (the release's per-token
 scaling of the load-balancing loss assumes it); `--fix-router-count` applies the upstream fix
 of the router's per-expert token count (without it, the release as shipped).
+
+`--recompute full` recomputes every layer in backward (Megatron's full recompute, uniform
+method, one layer per checkpoint); `--recompute selective` recomputes each core attention.
 """
 
 from __future__ import annotations
@@ -88,6 +91,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--aux-loss", type=float, default=0.0, help="MoE load-balancing coeff")
     parser.add_argument("--balanced-padding", action="store_true")
     parser.add_argument("--fix-router-count", action="store_true")
+    parser.add_argument("--recompute", default=None, choices=("full", "selective"))
     parser.add_argument(
         "--reference", default=None, help="reference bundle: its shapes lay out undeclared params"
     )
@@ -186,6 +190,7 @@ def build(args: argparse.Namespace) -> tuple[TransformerConfig, list[GPTModel]]:
         **moe_options(args),
         calculate_per_token_loss=args.per_token_loss,
         **model_options.config_fields(args.softmax, args.mtp),
+        **model_options.recompute_fields(args.recompute),
     )
     layer_spec = get_gpt_layer_local_spec(num_experts=EXPERTS if args.moe else None)
     chunks = []

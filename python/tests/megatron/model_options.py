@@ -23,6 +23,21 @@ def config_fields(softmax: str, mtp_layers: int) -> dict[str, Any]:
     return fields
 
 
+def recompute_fields(granularity: str | None) -> dict[str, Any]:
+    """Megatron's activation recompute: "full" checkpoints every layer (uniform method, one
+    layer per checkpoint), "selective" each layer's core attention (Megatron's default
+    `recompute_modules`). None: no recompute, the config stays the default."""
+    if granularity is None:
+        return {}
+    if granularity == "full":
+        return {
+            "recompute_granularity": "full",
+            "recompute_method": "uniform",
+            "recompute_num_layers": 1,
+        }
+    return {"recompute_granularity": "selective"}
+
+
 def mtp_spec(config: TransformerConfig, layer_spec: Any) -> dict[str, Any]:
     """GPTModel's `mtp_block_spec` argument built from the decoder's own (local) layer spec."""
     if not config.mtp_num_layers:

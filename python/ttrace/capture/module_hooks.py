@@ -489,7 +489,10 @@ class ModuleHooks:
                 factor = stored_scale(self.inference, "forward_output", placement, tuple(t.shape))
                 data = self.host(local, factor)
                 self.queue(self._key(mb, name, "forward_output", i), data, placement, decided.note)
-            if t.requires_grad and s.wants_kind("output_grad") and hook_grads:
+            # Under no_grad (reentrant recompute's first forward) only a leaf handed out
+            # still requires grad: its gradient belongs to the recompute, hooked there.
+            grads = t.requires_grad and torch.is_grad_enabled()
+            if grads and s.wants_kind("output_grad") and hook_grads:
                 t.register_hook(self._output_grad_hook(module, i, record, decided))
         if aliases:
             return substitute(output, aliases)
