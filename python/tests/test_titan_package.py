@@ -4,14 +4,16 @@
 `partial_dtensor` backend (its tensor + sequence parallel sharding config; its
 `apply_fsdp_to_decoder`, which turns FSDP's gradient division off because the loss is summed
 and divided by the global token count), torchtitan's loss, `clip_grad_norm_` (max norm 1, which
-clips here) and optimizer container, against a single-process reference on gloo, compared by
-the real `ttrace diff`.
+clips here: the comparison reads the recorded clip coefficients) and optimizer container,
+against a single-process reference on gloo, compared by the real `ttrace diff`.
 
 Layouts: TP2, FSDP2 (`dp_shard` 2), TP2 x FSDP2 (4 ranks). Each injected bug patches a
 torchtitan function at run time (`titan_pkg/bugs.py`) and must exit 1 with its module named:
 TP2, tensor-parallel rank 1's partial sum in `layers.0.feed_forward.w2`'s output reduction
 scaled by 1 + 1e-3 (first forward divergence there, introduced); FSDP2, block 0's gradients
-averaged instead of summed (a gradient reduction bug: block 0's main gradients diverge).
+averaged instead of summed (a gradient reduction bug: block 0's main gradients diverge first,
+and the other parameters, whose clipped gradients move by the clip coefficient, are read as
+moved by it).
 
 CPU shims (`titan_pkg/cpu_shims.py`), device choices only: the mesh's device type; torchtitan's
 causal SDPA inner attention instead of FlexAttention (no backward on CPU); FSDP2's own
@@ -45,6 +47,7 @@ LAYOUTS = {"tp2": Layout(2, 2), "fsdp2_dp2": Layout(2, 1), "tp2_fsdp2_dp2": Layo
 BUGS = {
     # layout, bug, phase of the first divergence, the guilty module's name (or its prefix)
     "tp_row_parallel_reduction": ("tp2", "tp", "forward", "layers.0.feed_forward.w2"),
+    "fsdp_block0_averaged": ("fsdp2_dp2", "fsdp", "gradient_reduction", "layers.0."),
 }
 
 
@@ -64,13 +67,6 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-# Until the comparison reads the recorded clip coefficient: the global norm's own round-off
-# (a float32 sum of 2.75M squares, reduced over shards in another order) moves every clipped
-# gradient and Adam moment by one factor (x0.9999948 on exp_avg_sq).
-CLIP_ROUND_OFF = pytest.mark.xfail(strict=True, reason="clip coefficient round-off")
-
-
-@CLIP_ROUND_OFF
 @pytest.mark.parametrize("name", sorted(LAYOUTS))
 def test_correct_run_is_clean(name: str, reference: Path, tmp_path: Path) -> None:
     layout = LAYOUTS[name]
@@ -83,6 +79,9 @@ def test_correct_run_is_clean(name: str, reference: Path, tmp_path: Path) -> Non
     assert s["compared"] > 400, text
     kinds = {t["id"]["kind"] for t in report["tensors"] if t["status"] == "clean"}
     assert {"forward_output", "param_grad", "main_grad", "optimizer_state"} <= kinds, kinds
+    # The coefficient differs by the global norm's round-off: consistent, every step tensor it
+    # moved judged after it.
+    assert all(c["consistent"] for c in report["clipping"]), report["clipping"]
 
 
 @pytest.mark.parametrize("name", sorted(BUGS))
@@ -96,10 +95,28 @@ def test_injected_bug_is_found_in_its_module(name: str, reference: Path, tmp_pat
     assert (rc, s["invalid"], s["missing"], s["unresolved"]) == (1, 0, 0, 0), text
     first = report["first_divergence"]
     assert first["phase"] == phase and first["module"].startswith(guilty), text
+    if bug == "fsdp":
+        # Block 0's smaller gradients lower the global norm: every other parameter's clipped
+        # gradient and moments move by the coefficient and are read as such.
+        (step0, *_) = report["clipping"]
+        assert step0["consistent"] and step0["moved"] > 0 and step0["factor"] > 1.0, text
     introduced = [m["name"] for m in report["modules"] if m["origin"] == "introduced"]
     # The guilty module (or its blocks), and its parents, which hold it.
     innocent = [m for m in introduced if not (m.startswith(guilty) or guilty.startswith(m + "."))]
-    assert introduced and len(innocent) <= 1, text
+    assert introduced and introduced[0] not in innocent, text
+    if bug == "fsdp":
+        # Known gap: Adam's update moves with the coefficient through eps where a gradient is
+        # tiny; the parameters after the clipped step are not judged after it. Nothing else of
+        # an innocent module diverges at that step.
+        own = {
+            t["id"]["kind"]
+            for t in report["tensors"]
+            if t["id"]["module"] in innocent and t["status"] == "divergent"
+            if t["id"]["iteration"] == 0
+        }
+        assert own <= {"param_after_step"}, own
+    else:
+        assert len(innocent) <= 1, text
 
 
 def test_training_script_needs_few_lines_and_no_annotations() -> None:
