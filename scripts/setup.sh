@@ -50,6 +50,12 @@ TTRACE_VENV312="${TTRACE_ROOT}/.venv312"
 PY312_PACKAGES=(torch==2.13.0 h5py==3.16.0 numpy==2.4.6 pytest==9.2.0 pyzmq==27.1.0
   packaging==26.3 PyYAML==6.0.3)
 PY312_NO_DEPS_PACKAGES=(megatron-core==0.19.2)
+# torchtitan's own Llama 3 and parallelize code (ctest entry python_titan), here because its
+# models import triton, which only the CUDA build of torch brings. Without its dependencies
+# (datasets, wandb, tensorboard, ...): what its model, parallelize, loss, optimizer and
+# distributed modules import is spmd_types and tyro (with tyro's docstring-parser and typeguard).
+PY312_NO_DEPS_PACKAGES+=(torchtitan==0.3.0 spmd_types==0.2.3 tyro==1.0.17
+  docstring-parser==0.18.0 typeguard==4.6.1)
 
 log() { printf '\033[1m[ttrace]\033[0m %s\n' "$*" >&2; }
 

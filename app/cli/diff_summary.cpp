@@ -167,6 +167,9 @@ void printDiffSummary(std::ostream& out, const DiffResult& r, std::size_t worstR
         out << "convention mismatch  " << r.convention->factorName << ": "
             << r.convention->toString() << "\n";
     }
+    for (const auto& c : r.clipping) {
+        out << "clipping   " << c.toString() << "\n";
+    }
     out << "first by kind     forward: " << withOrigin(r, r.firstForwardDivergence)
         << "   backward: " << withOrigin(r, r.firstBackwardDivergence) << "\n";
     std::vector<std::string> introduced;

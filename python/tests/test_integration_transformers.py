@@ -48,10 +48,9 @@ def test_the_script_needs_two_lines() -> None:
     assert len(marked) == 2, marked  # the import and trace(trainer)
 
 
-# Accumulating 2 micro-batches of this batch leaves one row per process, whose `[1, s]`
-# position ids the capture takes for a data-parallel split (docs/integrations.md); the
-# accelerate test covers accumulation with two rows per process.
-@pytest.mark.parametrize("accumulate", [1])
+# Accumulating 2 micro-batches of this batch leaves one row per process: Llama's `[1, s]`
+# position ids, the same on every rank, resolve to a replica over dp (docs/integrations.md).
+@pytest.mark.parametrize("accumulate", [1, 2])
 def test_correct_ddp_is_clean(references: References, tmp_path: Path, accumulate: int) -> None:
     cand = tmp_path / "cand"
     capture(MODULE, ["--candidate"], cand, 2, ["--accumulate", str(accumulate)])
@@ -59,7 +58,8 @@ def test_correct_ddp_is_clean(references: References, tmp_path: Path, accumulate
     summary = report["summary"]
     assert code == 0, text
     assert summary["compared"] > 400
-    assert (summary["divergent"], summary["invalid"], summary["missing"]) == (0, 0, 0), text
+    counts = (summary["divergent"], summary["invalid"], summary["missing"], summary["unresolved"])
+    assert counts == (0, 0, 0, 0), text
     assert report["summary"]["perturbed_variants"] == 2
     assert "ddp" in str(summary["gradient_convention"])
 
@@ -73,8 +73,12 @@ def test_a_scaled_partial_gradient_is_caught_in_the_reduction(
     assert code == 1, text
     first = report["first_divergence"]
     assert (first["iteration"], first["phase"]) == (0, "gradient_reduction"), first
-    # The Trainer clips by the global norm, so every main gradient moves a little; the
-    # reduced gradient of the guilty parameter moves most.
+    # The Trainer clips by the global norm, so every main gradient moves a little: with the
+    # recorded clip coefficients those are read as moved by it, and the first divergence is
+    # the guilty parameter's reduced gradient, which also moves most.
+    assert first["module"] == GUILTY, text
+    (step0_clip, *_) = report["clipping"]
+    assert step0_clip["consistent"] and step0_clip["moved"] > 0, step0_clip
     step0 = [
         (t["ratio"], t["label"])
         for t in report["tensors"]

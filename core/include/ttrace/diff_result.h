@@ -4,6 +4,7 @@
 #include "ttrace/bug_class.h"
 #include "ttrace/diagnostic.h"
 #include "ttrace/element_conditioning.h"
+#include "ttrace/gradient_clipping.h"
 #include "ttrace/gradient_convention.h"
 #include "ttrace/histogram.h"
 #include "ttrace/metrics.h"
@@ -163,6 +164,10 @@ struct DiffResult {
     // A whole-run factor on the capture-side gradients, named once (their verdicts are taken
     // after it); see compare/convention_check.h.
     std::optional<ConventionMismatch> convention;
+    // Clipped steps whose candidate coefficient differs from the reference's: the factor it
+    // moves every main gradient and the step by, and whether the candidate's norm is its own
+    // gradients' (see compare/clip_coefficient.h).
+    std::vector<ClipComparison> clipping;
     bool cancelled = false;
 
     [[nodiscard]] const ModuleResult* module(const std::string& name) const;

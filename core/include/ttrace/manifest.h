@@ -1,6 +1,7 @@
 #pragma once
 // manifest.json of a bundle: run metadata and the list of rank files.
 #include "ttrace/diagnostic.h"
+#include "ttrace/gradient_clipping.h"
 #include "ttrace/gradient_convention.h"
 #include "ttrace/optimizer_config.h"
 
@@ -84,6 +85,9 @@ struct Manifest {
     std::optional<OptimizerConfig> optimizer;
     // How the job reduces gradients, when the capture recorded it (older bundles: not).
     std::optional<GradientConvention> gradientConvention;
+    // The global gradient norm and clip coefficient of each clipped step (older bundles and
+    // runs that do not clip: none).
+    std::vector<ClipStep> clipSteps;
 
     [[nodiscard]] const ModuleInfo* findModule(const std::string& name) const;
 };

@@ -2,6 +2,7 @@
 #include "ttrace/diff_parts.h"
 
 #include "compare/carried_state.h"
+#include "compare/clip_coefficient.h"
 #include "compare/convention_check.h"
 #include "compare/optimizer_conditioning.h"
 #include "compare/pair_checks.h"
@@ -251,6 +252,7 @@ DiffResult finishDiff(const Bundle& reference, const Bundle& candidate, const Di
     }
     judgeCarriedState(result, ReductionPaths::build(reference, candidate));
     judgeConventionFactor(result, candidate.manifest());
+    judgeClipCoefficient(result, reference.manifest(), candidate.manifest());
     assembleVerdicts(result, reference.manifest().modules);
     // Stored only if no file changed while it was compared: the key is taken again (cheap:
     // the CRCs of files whose inode, size and times are unchanged are remembered) and must match.

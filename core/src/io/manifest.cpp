@@ -1,6 +1,7 @@
 #include "ttrace/manifest.h"
 
 #include "io/manifest_checks.h"
+#include "io/manifest_clipping.h"
 #include "io/manifest_convention.h"
 #include "io/manifest_fields.h"
 #include "io/manifest_optimizer.h"
@@ -342,6 +343,7 @@ std::optional<Manifest> readManifest(const std::filesystem::path& bundleDir, Dia
     readModules(*root, where, *m, out);
     m->optimizer = readOptimizerSection(*root, where, out);
     m->gradientConvention = readConventionSection(*root, where, out);
+    m->clipSteps = readClippingSection(*root, where, out);
     if (!readRanks(*root, where, *m, out)) {
         return std::nullopt;
     }

@@ -428,6 +428,42 @@ std::optional<ConventionMismatch> conventionFrom(const json& doc) {
                               j.at("declared")};
 }
 
+json clippingJson(const std::vector<ClipComparison>& steps) {
+    json out = json::array();
+    for (const auto& c : steps) {
+        out.push_back({{"iteration", c.iteration},
+                       {"reference_norm", num(c.referenceNorm)},
+                       {"candidate_norm", num(c.candidateNorm)},
+                       {"factor", num(c.factor)},
+                       {"reference_norm_error", num(c.referenceNormError)},
+                       {"candidate_norm_error", num(c.candidateNormError)},
+                       {"consistent", c.consistent},
+                       {"moved", c.moved},
+                       {"text", c.toString()}});
+    }
+    return out;
+}
+
+std::vector<ClipComparison> clippingFrom(const json& doc) {
+    std::vector<ClipComparison> out;
+    if (!doc.contains("clipping") || !doc.at("clipping").is_array()) {
+        return out;
+    }
+    for (const auto& j : doc.at("clipping")) {
+        ClipComparison c;
+        c.iteration = j.at("iteration");
+        c.referenceNorm = num(j.at("reference_norm"));
+        c.candidateNorm = num(j.at("candidate_norm"));
+        c.factor = num(j.at("factor"));
+        c.referenceNormError = num(j.at("reference_norm_error"));
+        c.candidateNormError = num(j.at("candidate_norm_error"));
+        c.consistent = j.at("consistent");
+        c.moved = j.at("moved");
+        out.push_back(c);
+    }
+    return out;
+}
+
 } // namespace
 
 std::string diffResultToJson(const DiffResult& r, bool pretty) {
@@ -465,6 +501,7 @@ std::string diffResultToJson(const DiffResult& r, bool pretty) {
         {"timeline", r.timeline},
         {"diagnostics", toJson(r.diagnostics)},
         {"convention_mismatch", conventionJson(r.convention)},
+        {"clipping", clippingJson(r.clipping)},
     };
     json modules = json::array();
     for (const auto& m : r.modules) {
@@ -517,6 +554,7 @@ std::optional<DiffResult> diffResultFromJson(std::string_view text, std::string&
             r.summary.gradientConvention = s.at("gradient_convention");
         }
         r.convention = conventionFrom(doc);
+        r.clipping = clippingFrom(doc);
         const auto& first = doc.at("first_divergence");
         if (!first.at("forward").is_null()) {
             r.firstForwardDivergence = first.at("forward").get<std::string>();

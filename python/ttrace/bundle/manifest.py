@@ -42,6 +42,9 @@ class Manifest:
     # How the job reduces gradients over data parallelism, and where that was read
     # (capture/grad_convention.py); absent in bundles of older captures.
     gradient_convention: dict[str, Any] | None = None
+    # The global gradient norm and clip coefficient of each clipped step, where the framework
+    # computed them (capture/clip_record.py); absent when nothing clipped and in older bundles.
+    gradient_clipping: dict[str, Any] | None = None
     # What a relaunch from the bundles needs (`ttrace serve`): launch, code fingerprint,
     # call templates, buffer digests. Candidates only; absent in older bundles.
     replay: dict[str, Any] | None = None
@@ -134,6 +137,11 @@ class Manifest:
                 if self.gradient_convention is not None
                 else {}
             ),
+            **(
+                {"gradient_clipping": self.gradient_clipping}
+                if self.gradient_clipping is not None
+                else {}
+            ),
             **({"replay": self.replay} if self.replay is not None else {}),
             "ranks": [r.to_dict() for r in sorted(self.ranks, key=lambda r: r.rank)],
             "producer": self.producer,
@@ -173,6 +181,7 @@ class Manifest:
             model=data.get("model", ""),
             optimizer=data.get("optimizer"),
             gradient_convention=data.get("gradient_convention"),
+            gradient_clipping=data.get("gradient_clipping"),
             replay=data.get("replay"),
             capture_id=str(data.get("capture_id", "")),
             producer=data.get("producer", ""),
@@ -196,6 +205,7 @@ def write_manifest(
     model: str = "",
     optimizer: Mapping[str, Any] | None = None,
     gradient_convention: Mapping[str, Any] | None = None,
+    gradient_clipping: Mapping[str, Any] | None = None,
     replay: Mapping[str, Any] | None = None,
     capture_id: str | None = None,
 ) -> Path:
@@ -218,6 +228,7 @@ def write_manifest(
         model=model,
         optimizer=dict(optimizer) if optimizer is not None else None,
         gradient_convention=dict(gradient_convention) if gradient_convention is not None else None,
+        gradient_clipping=dict(gradient_clipping) if gradient_clipping is not None else None,
         replay=dict(replay) if replay is not None else None,
         capture_id=capture_id if capture_id is not None else uuid.uuid4().hex,
     )

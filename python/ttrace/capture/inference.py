@@ -325,7 +325,31 @@ class PlacementInference:
                     continue
                 if not alt_note:
                     alternatives.append((self.label(alt), alt_placement))
+        alternatives += self._dp_replica(shape, primary, gradient, direction)
         return placement.with_alternatives(self.label(primary), alternatives)
+
+    def _dp_replica(
+        self, shape: tuple[int, ...], layout: Layout, gradient: bool, direction: str
+    ) -> list[tuple[str, Placement]]:
+        """A forward activation the same on every data-parallel rank: a one-row batch's
+        `[1, s]` position ids, which a model builds alike on every rank, has the shape of a
+        one-row split. Its batch dimension whole, a replica over dp, is an alternative the
+        reference's shape and the replicas' bytes settle. Only for a batch dimension of one
+        row: a larger one that rebuilds the reference's batch is a split."""
+        if gradient or self.info.dp == 1 or len(shape) < 2:
+            return []
+        laid = Layout(layout.mode, layout.order or self.order, layout.dim)
+        if shape[laid.roles(len(shape), self.order).index("b")] != 1:
+            return []
+        key = ("act-dp-replica", shape, laid, direction, self.facts.batch_local)
+        hit = self.memo.get(self.info, key)
+        if hit is None:
+            try:
+                hit = self.memo.put(key, self._place(shape, laid, False, direction, True))
+            except ValueError:
+                return []
+        placement, note = hit
+        return [] if note else [(self.label(laid) + ", replica over dp", placement)]
 
     def label(self, layout: Layout) -> str:
         """A hypothesis's name: the layout over tp, and the activation order."""
@@ -442,7 +466,12 @@ class PlacementInference:
         return hit
 
     def _place(
-        self, shape: tuple[int, ...], layout: Layout, gradient: bool, direction: str
+        self,
+        shape: tuple[int, ...],
+        layout: Layout,
+        gradient: bool,
+        direction: str,
+        dp_replica: bool = False,
     ) -> tuple[Placement, str]:
         info = self.info
         if layout.mode == "whole":
@@ -453,6 +482,7 @@ class PlacementInference:
             return self._vector(shape[0], layout, gradient), ""
         dims: list[DimMap] = []
         note = ""
+        batch_whole = False  # the batch dimension held whole: a replica over dp
         split = layout.split_dim(len(shape))
         for d, (role, n) in enumerate(
             zip(layout.roles(len(shape), self.order), shape, strict=True)
@@ -461,10 +491,14 @@ class PlacementInference:
             if role == "s":
                 dims.append(self._seq_map(n, layout.mode == "seq" or tp_here))
             elif role == "b" and info.dp > 1:
-                if self.facts.broadcast_batch(n):
-                    note = f"batch dim {d} has size {n}, local batch {self.facts.batch_local}: "
-                    note += "taken as a broadcast, replicated over dp"
+                if dp_replica or self.facts.broadcast_batch(n):
+                    if not dp_replica:
+                        note = f"batch dim {d} has size {n}, local batch "
+                        note += (
+                            f"{self.facts.batch_local}: taken as a broadcast, replicated over dp"
+                        )
                     dims.append(DimMap.whole(n))
+                    batch_whole = True
                     continue
                 split_b = DimMap.dp_rows(n, info.dp_rank, info.dp, info.dp_rows)
                 dims.append(split_b.then_split(info.tp_rank, info.tp) if tp_here else split_b)
@@ -475,7 +509,7 @@ class PlacementInference:
         replicas = 1
         if info.tp > 1 and layout.mode in ("replica", "gradsum"):
             replicas = info.tp
-        if note and info.dp > 1:
+        if batch_whole and info.dp > 1:
             replicas *= info.dp
         if info.tp > 1 and layout.mode == "sum":
             return placement_from_dims(shape, dims, "sum", info.tp_rank), note

@@ -33,6 +33,7 @@ from torch import nn
 from .dtensor_placement import is_dtensor
 from .grad_convention import GradConvention, read_convention
 from .megatron_parallel import megatron_parallel
+from .mesh_dims import mesh_roles
 from .parallel_info import ParallelInfo
 
 
@@ -58,17 +59,31 @@ def _mesh_of(params: list[nn.Parameter]) -> tuple[int, int] | None:
     return None
 
 
+def _spans_job(mesh: Any, world_size: int) -> bool:
+    """A multi-dimensional mesh over every rank whose dimension names all say a role."""
+    if not mesh.mesh_dim_names or mesh.size() != world_size or mesh.ndim < 2:
+        return False
+    try:
+        mesh_roles(mesh)
+    except ValueError:
+        return False
+    return True
+
+
 def _named_world_mesh(roots: Sequence[nn.Module], world_size: int) -> Any:
-    """The root of a named device mesh spanning the job that some DTensor parameter lives
-    on (a torchtitan-style `(dp_shard, tp)` mesh), or None."""
+    """A named device mesh spanning the job that some DTensor parameter lives on (a
+    torchtitan-style `(dp_shard, tp)` mesh), or None: its root mesh, else the parameter's own
+    mesh (torchtitan unflattens a 1-d `("world",)` root into `(fsdp, tp)` and the like, so
+    the root names no role)."""
     for r in roots:
         for p in r.parameters():
             if not is_dtensor(p):
                 continue
             mesh = p.device_mesh
             root = mesh._get_root_mesh() if hasattr(mesh, "_get_root_mesh") else mesh
-            if root.mesh_dim_names and root.size() == world_size and root.ndim > 1:
-                return root
+            for candidate in (root, mesh):
+                if _spans_job(candidate, world_size):
+                    return candidate
     return None
 
 

@@ -43,6 +43,7 @@ from .call_recorder import CallRecorder
 from .call_structure import CallStructure
 from .capture_estimate import CaptureEstimate
 from .capture_state import CaptureState
+from .clip_record import ClipRecorder
 from .close_rendezvous import collective_timeout, wait_for_ranks
 from .compiled_regions import check_roots, inside_regions
 from .errors import LoopError, TracerError
@@ -204,6 +205,9 @@ class Tracer:
             if optimizer is not None
             else None
         )
+        # The global gradient norm and clip coefficient, where the framework computes them.
+        self.clip = ClipRecorder(self.state)
+        self.clip.install()
         # For the replay agent (ttrace.agent): how each module was called, and the optimizer's
         # state before its first step.
         self.recorder = CallRecorder(self.names, self.state)
@@ -442,6 +446,7 @@ class Tracer:
             return self._record
         self._closed = True
         self.recorder.remove()
+        self.clip.remove()
         if self.opt_snapshot is not None:
             self.opt_snapshot.remove()  # before opt_hooks: it wraps their wrapper
         self.hooks.remove()
@@ -524,6 +529,7 @@ class Tracer:
             model=self.model_name,
             optimizer=merge_sections([p[6] for p in gathered]),
             gradient_convention=self.grad_convention.manifest_section(max_mb + 1),
+            gradient_clipping=self.clip.section(),
             replay=merge_replay_records([p[7] for p in gathered], self.world_size)
             if self.role == "candidate"
             else None,
