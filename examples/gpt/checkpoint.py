@@ -15,7 +15,10 @@ next iteration's index into the synthetic data stream).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -63,6 +66,17 @@ def _shardable(t: torch.Tensor, p: nn.Parameter, mesh: DeviceMesh | None) -> Any
     return DTensor.from_local(t, mesh, [Shard(int(p.partition_dim))], run_check=False)
 
 
+@contextlib.contextmanager
+def _single_process_quiet() -> Iterator[bool]:
+    """Yields whether this is one process without torch.distributed (DCP's no_dist mode);
+    then DCP's warning that it assumes exactly that is expected and silenced."""
+    no_dist = not dist.is_initialized()
+    with warnings.catch_warnings():
+        if no_dist:
+            warnings.filterwarnings("ignore", message="torch.distributed is disabled")
+        yield no_dist
+
+
 def check_supported(ps: ParallelState, optimizer: object) -> None:
     """Pipeline stages name their layers locally and the distributed optimizer keeps flat
     slices: neither maps to logical names here, so they are refused, not saved wrongly."""
@@ -103,7 +117,8 @@ def save(
 ) -> None:
     check_supported(ps, optimizer)
     sd = state_dict(model, optimizer, ps, position)
-    dcp.save(sd, checkpoint_id=str(path), no_dist=not dist.is_initialized())
+    with _single_process_quiet() as no_dist:
+        dcp.save(sd, checkpoint_id=str(path), no_dist=no_dist)
     if dist.is_initialized():
         dist.barrier()
 
@@ -115,8 +130,8 @@ def load(path: Path, model: nn.Module, optimizer: LocalAdam, ps: ParallelState) 
     if not (path / METADATA_FILE).is_file():
         raise ResumeError(f"{path}: no DCP checkpoint ({METADATA_FILE} missing)")
     sd = state_dict(model, optimizer, ps, Position(0, 0, 0))
-    with torch.no_grad():
-        dcp.load(sd, checkpoint_id=str(path), no_dist=not dist.is_initialized())
+    with torch.no_grad(), _single_process_quiet() as no_dist:
+        dcp.load(sd, checkpoint_id=str(path), no_dist=no_dist)
     optimizer.step_count = int(sd["optim/step"])
     torch.set_rng_state(sd["rng/cpu"])
     return Position(int(sd["optim/step"]), int(sd["lr_schedule/step"]), int(sd["data/iteration"]))

@@ -359,7 +359,10 @@ def _resume_or_start(
     if args.resume is None:
         return ckpt.Position(0, 0, 0), None
     assert isinstance(optimizer, LocalAdam)  # check_supported refused any other
-    return resume(Path(args.resume), model, optimizer, ps, bug_names)
+    try:
+        return resume(Path(args.resume), model, optimizer, ps, bug_names)
+    except ckpt.ResumeError as e:
+        raise SystemExit(str(e)) from e
 
 
 def _step_clock(
