@@ -114,3 +114,17 @@ def test_resume_bug_is_caught(
     assert first(v) == where
     # The manifest names the checkpoint as given: the bug is in what the resume restored.
     assert start_of(cand) == start_of(reference)
+
+
+def test_fresh_candidate_against_resumed_reference_warns(
+    tmp_path: Path, reference: Path, checkpoint: Path
+) -> None:
+    """A candidate that did not resume: the report says the starts differ (and diverges)."""
+    cand = tmp_path / "fresh"
+    run_train(cand, 2, *LAYOUTS["TP2"], *COMMON)
+    assert "start" not in json.loads((cand / "manifest.json").read_text())
+    v = diff(reference, cand, tmp_path / "diff.json")
+    warned = [d for d in v.report["diagnostics"] if d["code"] == "start-differs"]
+    assert len(warned) == 1 and warned[0]["severity"] == "warning", v.report["diagnostics"]
+    assert "fresh weights" in warned[0]["message"]
+    assert v.exit_code == 1

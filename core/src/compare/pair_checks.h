@@ -9,7 +9,8 @@ namespace ttrace {
 
 struct PairCheck {
     // Errors with the codes "same-bundle", "swapped-roles", "role-mismatch" and
-    // "different-model".
+    // "different-model"; the warning "start-differs" (the runs resumed from different
+    // checkpoints, or only one from a checkpoint).
     Diagnostics problems;
     // False when no analysis of the pair may be shown: the same bundle twice, the roles
     // swapped or a candidate as the reference, no tensor in common. A parameter whose shape
