@@ -128,3 +128,16 @@ def test_fresh_candidate_against_resumed_reference_warns(
     assert len(warned) == 1 and warned[0]["severity"] == "warning", v.report["diagnostics"]
     assert "fresh weights" in warned[0]["message"]
     assert v.exit_code == 1
+
+
+def test_malformed_start_is_one_warning(tmp_path: Path, checkpoint: Path, reference: Path) -> None:
+    """A damaged `start` section: a warning naming it, read as a fresh start, still compared."""
+    cand = candidate(tmp_path, checkpoint, "TP2")
+    manifest = cand / "manifest.json"
+    data = json.loads(manifest.read_text())
+    data["start"] = {"kind": "torch-dcp", "step": "two"}
+    manifest.write_text(json.dumps(data))
+    v = diff(reference, cand, tmp_path / "diff.json")
+    codes = sorted(d["code"] for d in v.report["diagnostics"] if d["severity"] == "warning")
+    assert codes == ["manifest-start", "start-differs"], v.report["diagnostics"]
+    assert v.exit_code == 0 and v.report["summary"]["divergent"] == 0
