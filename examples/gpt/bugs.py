@@ -37,6 +37,8 @@ MICRO = Need("--micro-batches 2", lambda a: a.micro_batches > 1)
 CLIP = Need("--clip-grad 0.05 with --tp 2 or --pp 2", lambda a: a.clip_grad > 0 and a.tp * a.pp > 1)
 FP8 = Need("--precision fp8", lambda a: a.precision == "fp8")
 TIED = Need("--tie-embeddings", lambda a: a.tie_embeddings)
+RESUME = Need("--resume DIR", lambda a: a.resume is not None)
+WARMUP = Need("--lr-warmup N (N > the checkpoint's step)", lambda a: a.lr_warmup > 0)
 
 
 @dataclass(frozen=True)
@@ -126,7 +128,29 @@ KNOWN: dict[str, Bug] = {
         "grads.py: finalize_grads (embedding-group all-reduce)",
         needs=(PP, TIED),
     ),
+    "resume-optimizer-state-dropped": Bug(
+        "on resume only the model weights are loaded: the optimizer starts fresh (zero Adam "
+        "moments, step 0)",
+        "resume.py: resume",
+        needs=(RESUME,),
+    ),
+    "resume-lr-restart": Bug(
+        "on resume the learning-rate schedule's step is not restored: warm-up starts again",
+        "resume.py: resume",
+        needs=(RESUME, WARMUP),
+    ),
+    "resume-data-position": Bug(
+        "on resume the data position is not restored: the run trains on the stream's first "
+        "batches again",
+        "resume.py: resume",
+        needs=(RESUME,),
+    ),
 }
+
+
+# Bugs of resuming from a checkpoint: they need one, so python/tests/test_resume_checkpoint.py
+# covers them instead of the zoo matrix (bench/bug_specs.py).
+RESUME = frozenset(n for n in KNOWN if n.startswith("resume-"))
 
 
 def check(names: set[str]) -> None:

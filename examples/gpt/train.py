@@ -25,6 +25,7 @@ import torch.distributed as dist
 import ttrace.capture as ttc
 
 from . import bugs
+from . import checkpoint as ckpt
 from .adam import AdamHyper
 from .clip import clip_grad_norm
 from .config import GPTConfig, ParallelConfig
@@ -33,9 +34,11 @@ from .dist_optimizer import DistributedOptimizer
 from .grads import finalize_grads, is_expert
 from .layers.context import LayerContext
 from .local_optimizer import LocalAdam
+from .lr_schedule import LRSchedule
 from .model import GPTStage
 from .parallel_state import ParallelState
 from .probe import install_probe
+from .resume import resume
 from .routing_replay import FILENAME as ROUTING_FILE
 from .routing_replay import RoutingReplay
 from .schedule import forward_backward_1f1b, forward_backward_no_pipelining
@@ -97,6 +100,21 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         f"writes OUT/{ROUTING_FILE}) instead of this run's own top-k",
     )
     a.add_argument("--stats", action="store_true", help="print timing/memory as JSON (rank 0)")
+    a.add_argument("--lr-warmup", type=int, default=0, help="linear LR warm-up steps (0: off)")
+    a.add_argument(
+        "--save-checkpoint",
+        default=None,
+        metavar="DIR",
+        help="after the last iteration, save model, optimizer, LR schedule step, random state "
+        "and data position with torch distributed checkpoint (any layout loads it)",
+    )
+    a.add_argument(
+        "--resume",
+        default=None,
+        metavar="DIR",
+        help="start from the checkpoint DIR (resharded to this layout) instead of seeded "
+        "weights; iterations and capture count from the resume",
+    )
     return a.parse_args(argv)
 
 
@@ -180,6 +198,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         ctx.routing = RoutingReplay("record")
 
     model, params, optimizer = build()
+    position, start = _resume_or_start(args, model, optimizer, ps, pcfg.bugs)
+    lr_schedule = LRSchedule(optimizer.hyper.lr, args.lr_warmup, position.lr_step)
     if args.probe_delta and ps.rank == 0 and not args.reference:
         # Installed before the tracer's hooks so that the capture sees the probed output.
         install_probe(model, args.probe_delta)
@@ -204,6 +224,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             count=args.perturbations if args.reference else 0, relative_scale=args.perturb_scale
         ),
         model_name=cfg.describe(),
+        start=start,
     )
 
     # Each micro-batch's loss is normalized by its token count; the schedule divides by the
@@ -225,7 +246,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         step: Callable[[int], contextlib.AbstractContextManager] = tracer.step,
     ) -> None:
         ids, labels = global_batch(
-            args.seed, it, args.micro_batches, args.global_batch, cfg.seq_len, cfg.vocab_size
+            args.seed,
+            position.data_iteration + it,
+            args.micro_batches,
+            args.global_batch,
+            cfg.seq_len,
+            cfg.vocab_size,
         )
         ids = local_slice(ids, ps.dp_rank, pcfg.dp, ps.cp_rank, pcfg.cp)
         labels = local_slice(labels, ps.dp_rank, pcfg.dp, ps.cp_rank, pcfg.cp)
@@ -260,6 +286,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                 finalize_grads(params, ps, optimizer if pcfg.dist_optimizer else None)
                 if args.clip_grad > 0:
                     clip_grad_norm(params, args.clip_grad, ps)
+                optimizer.hyper.lr = lr_schedule.lr(it)
                 optimizer.step()
             # Iteration 0 includes warm-up; the untraced routing-record pass is not timed.
             if _variant == "nominal" and it > 0 and step == tracer.step:
@@ -289,6 +316,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     tracer.flush()  # what the writer still had to do after the last step
     drain_s = time.perf_counter() - drain_start
     record = tracer.close()
+    if args.save_checkpoint:
+        done = ckpt.Position(
+            optimizer.step_count,
+            lr_schedule.start + args.iterations,
+            position.data_iteration + args.iterations,
+        )
+        ckpt.save(Path(args.save_checkpoint), model, optimizer, ps, done)
     if record_routing:
         ctx.routing.save(Path(args.out) / ROUTING_FILE)
     if args.stats and ps.rank == 0:
@@ -315,6 +349,30 @@ def main(argv: Sequence[str] | None = None) -> None:
     if not single:
         dist.barrier()
         dist.destroy_process_group()
+
+
+def _resume_or_start(
+    args: argparse.Namespace,
+    model: GPTStage,
+    optimizer: LocalAdam | DistributedOptimizer,
+    ps: ParallelState,
+    bug_names: set[str],
+) -> tuple[ckpt.Position, dict | None]:
+    """The position this run starts from and, after a resume, the manifest's record of it."""
+    if args.save_checkpoint or args.resume:
+        if args.experts:
+            raise SystemExit("--save-checkpoint/--resume: dense models only (no --experts)")
+        try:
+            ckpt.check_supported(ps, optimizer)
+        except ckpt.ResumeError as e:
+            raise SystemExit(str(e)) from e
+    if args.resume is None:
+        return ckpt.Position(0, 0, 0), None
+    assert isinstance(optimizer, LocalAdam)  # check_supported refused any other
+    try:
+        return resume(Path(args.resume), model, optimizer, ps, bug_names)
+    except ckpt.ResumeError as e:
+        raise SystemExit(str(e)) from e
 
 
 def _step_clock(

@@ -57,6 +57,16 @@ struct RankEntry {
     std::optional<std::uint32_t> crc32; // CRC-32 of the whole closed file, if recorded
 };
 
+// Where a run started when it resumed from a checkpoint (docs/bundle-format.md, `start`).
+struct RunStart {
+    std::string kind;       // "torch-dcp"
+    std::string checkpoint; // the path as given to the job
+    std::int64_t step = 0;  // optimizer steps the checkpoint had taken
+    std::string metadataSha256;
+
+    bool operator==(const RunStart&) const = default;
+};
+
 struct Manifest {
     int formatVersion = kFormatVersion;
     std::string role;
@@ -88,6 +98,9 @@ struct Manifest {
     // The global gradient norm and clip coefficient of each clipped step (older bundles and
     // runs that do not clip: none).
     std::vector<ClipStep> clipSteps;
+    // The checkpoint the run resumed from (the manifest's optional `start`); nothing for a
+    // fresh start or an older bundle.
+    std::optional<RunStart> start;
 
     [[nodiscard]] const ModuleInfo* findModule(const std::string& name) const;
 };

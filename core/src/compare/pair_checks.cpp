@@ -1,5 +1,6 @@
 #include "compare/pair_checks.h"
 
+#include <string>
 #include <tuple>
 #include <vector>
 
@@ -95,6 +96,34 @@ std::optional<Diagnostic> modelMismatch(const Bundle& ref, const Bundle& cand, b
     return std::nullopt;
 }
 
+std::string describeStart(const std::optional<RunStart>& s) {
+    if (!s) {
+        return "fresh weights";
+    }
+    return "checkpoint " + s->checkpoint + " (step " + std::to_string(s->step) + ", metadata " +
+           s->metadataSha256.substr(0, 12) + ")";
+}
+
+// Both runs must start from the same state, or a divergence says nothing about the
+// candidate's layout. The same checkpoint is the same DCP metadata digest and step (the paths
+// may differ: a checkpoint copied to another host is the same one).
+std::optional<Diagnostic> startMismatch(const Bundle& ref, const Bundle& cand) {
+    const auto& a = ref.manifest().start;
+    const auto& b = cand.manifest().start;
+    if (!a && !b) {
+        return std::nullopt;
+    }
+    if (a && b && a->kind == b->kind && a->step == b->step &&
+        a->metadataSha256 == b->metadataSha256) {
+        return std::nullopt;
+    }
+    return makeWarning("start-differs", cand.dir().string(),
+                       "the reference started from " + describeStart(a) + ", the candidate from " +
+                           describeStart(b) +
+                           ": the runs did not start from the same state, so divergences may "
+                           "come from the start, not the candidate's layout");
+}
+
 } // namespace
 
 PairCheck checkManifestPair(const Manifest& reference, const Manifest& candidate,
@@ -128,6 +157,9 @@ PairCheck checkBundlePair(const Bundle& reference, const Bundle& candidate,
     }
     if (auto mismatch = modelMismatch(reference, candidate, check.comparable)) {
         check.problems.push_back(std::move(*mismatch));
+    }
+    if (auto differs = startMismatch(reference, candidate)) {
+        out.push_back(std::move(*differs));
     }
     return check;
 }

@@ -9,8 +9,10 @@ namespace ttrace {
 
 struct PairCheck {
     // Errors with the codes "same-bundle", "swapped-roles", "role-mismatch" and
-    // "different-model"; the warning "reference-is-candidate" when a candidate capture serves
-    // as the reference by the user's choice (its verdicts rest on the analytic bound).
+    // "different-model"; the warnings "reference-is-candidate" when a candidate capture serves
+    // as the reference by the user's choice (its verdicts rest on the analytic bound) and
+    // "start-differs" (the runs resumed from different checkpoints, or only one from a
+    // checkpoint).
     Diagnostics problems;
     // False when no analysis of the pair may be shown: the same bundle twice, the roles
     // swapped or a candidate as the reference, no tensor in common. A parameter whose shape

@@ -52,6 +52,9 @@ class Manifest:
     # tells a copied bundle from another capture, where paths cannot (bundles move between
     # hosts). Absent in older bundles.
     capture_id: str = ""
+    # The checkpoint the run resumed from (path, step, digest of its metadata), when it did
+    # not start from fresh weights. Absent in older bundles and fresh starts.
+    start: dict[str, Any] | None = None
     producer: str = f"ttrace {__version__}"
     created: str = field(
         default_factory=lambda: datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -143,6 +146,7 @@ class Manifest:
                 else {}
             ),
             **({"replay": self.replay} if self.replay is not None else {}),
+            **({"start": self.start} if self.start is not None else {}),
             "ranks": [r.to_dict() for r in sorted(self.ranks, key=lambda r: r.rank)],
             "producer": self.producer,
             "created": self.created,
@@ -183,6 +187,7 @@ class Manifest:
             gradient_convention=data.get("gradient_convention"),
             gradient_clipping=data.get("gradient_clipping"),
             replay=data.get("replay"),
+            start=data.get("start"),
             capture_id=str(data.get("capture_id", "")),
             producer=data.get("producer", ""),
             created=data.get("created", ""),
@@ -208,6 +213,7 @@ def write_manifest(
     gradient_clipping: Mapping[str, Any] | None = None,
     replay: Mapping[str, Any] | None = None,
     capture_id: str | None = None,
+    start: Mapping[str, Any] | None = None,
 ) -> Path:
     """Write ``<bundle_dir>/manifest.json`` (rank 0 calls this after gathering RankRecords).
 
@@ -231,5 +237,6 @@ def write_manifest(
         gradient_clipping=dict(gradient_clipping) if gradient_clipping is not None else None,
         replay=dict(replay) if replay is not None else None,
         capture_id=capture_id if capture_id is not None else uuid.uuid4().hex,
+        start=dict(start) if start is not None else None,
     )
     return manifest.write(bundle_dir)

@@ -25,7 +25,7 @@ import contextlib
 import logging
 import os
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -93,6 +93,7 @@ class Tracer:
         world_size: int | None = None,
         on_write_error: str = "raise",
         collective_timeout_s: float | None = None,
+        start: Mapping[str, Any] | None = None,
     ) -> None:
         if on_write_error not in ("raise", "warn"):
             raise ValueError(f"on_write_error must be 'raise' or 'warn', got {on_write_error!r}")
@@ -114,6 +115,9 @@ class Tracer:
         # `bf16=True` builds them); recipes that differ (autocast, fp8) must say so.
         self.precision = precision or precision_of(self.roots)
         self.model_name = model_name
+        # Where the run started when not from fresh weights: the checkpoint it resumed from
+        # (written as the manifest's `start`, docs/bundle-format.md).
+        self.start = dict(start) if start is not None else None
         distributed = dist.is_available() and dist.is_initialized()
         self.rank = rank if rank is not None else (dist.get_rank() if distributed else 0)
         self.world_size = (
@@ -534,6 +538,7 @@ class Tracer:
             if self.role == "candidate"
             else None,
             capture_id=self.capture_id,
+            start=self.start,
         )
         remove_status_records(self.out_dir, self.world_size)
 
