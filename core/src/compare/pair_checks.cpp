@@ -159,7 +159,7 @@ PairCheck checkBundlePair(const Bundle& reference, const Bundle& candidate,
         check.problems.push_back(std::move(*mismatch));
     }
     if (auto differs = startMismatch(reference, candidate)) {
-        out.push_back(std::move(*differs));
+        check.problems.push_back(std::move(*differs));
     }
     return check;
 }
