@@ -36,8 +36,8 @@ void printStructure(std::ostream& out, const DiffResult& r, const TensorResult& 
             continue;
         }
         for (const auto& f : t.findings) {
-            if (f.code == structuralChangeName(t.structure)) {
-                out << "  structure       " << f.code << ": " << f.message << "\n";
+            if (f.code == structuralDiagnosticCode(t.structure)) {
+                out << "  structure       " << f.code.name() << ": " << f.message << "\n";
             }
         }
     }
@@ -123,8 +123,8 @@ void printInvalid(std::ostream& out, const DiffResult& r) {
             out << "      why: " << t.invalid.toString() << "\n";
         }
         for (const auto& f : t.findings) {
-            if (f.severity == Severity::Error || f.code == "missing-tensor") {
-                out << "      " << f.code << ": " << f.message << "\n";
+            if (f.severity == Severity::Error || f.code == DiagnosticCode::MissingTensor) {
+                out << "      " << f.code.name() << ": " << f.message << "\n";
             }
         }
     }

@@ -39,7 +39,7 @@ QString pillStyle(const QColor& color) {
 QStringList uncomparedCause(const TensorResult& t, const DiffResult* result) {
     QStringList lines;
     for (const auto& f : t.findings) {
-        if (f.severity == Severity::Error || f.code == "missing-tensor") {
+        if (f.severity == Severity::Error || f.code == DiagnosticCode::MissingTensor) {
             lines << QStringLiteral("Why %1: %2").arg(qstr(statusName(t.status)), qstr(f.message));
         }
     }

@@ -48,7 +48,7 @@ std::optional<Diagnostic> modelMismatch(const Bundle& ref, const Bundle& cand, b
         const auto& candShape = shards.front().placement.globalShape;
         if (id.kind == TensorKind::Parameter && refShape != candShape &&
             !alternativeOfShape(shards, refShape)) {
-            return makeError("different-model", "tensor " + id.path(),
+            return makeError(DiagnosticCode::DifferentModel, "tensor " + id.path(),
                              "the reference's parameter has shape " + shapeToString(refShape) +
                                  ", the candidate's " + shapeToString(candShape) +
                                  ": the reference is of another model");
@@ -56,7 +56,7 @@ std::optional<Diagnostic> modelMismatch(const Bundle& ref, const Bundle& cand, b
     }
     if (common == 0 && !ref.tensors().empty() && !cand.tensors().empty()) {
         comparable = false;
-        return makeError("different-model", cand.dir().string(),
+        return makeError(DiagnosticCode::DifferentModel, cand.dir().string(),
                          "the reference and the candidate have no tensor in common: the "
                          "reference is of another model (or another run's iterations)");
     }
@@ -72,26 +72,26 @@ PairCheck checkBundlePair(const Bundle& reference, const Bundle& candidate) {
     const auto& candRole = candidate.manifest().role;
     std::error_code ec;
     if (std::filesystem::equivalent(reference.dir(), candidate.dir(), ec)) {
-        out.push_back(makeError("same-bundle", candidate.dir().string(),
+        out.push_back(makeError(DiagnosticCode::SameBundle, candidate.dir().string(),
                                 "the same bundle is given as both reference and candidate"));
         check.comparable = false;
         return check;
     }
     if (refRole == "candidate" && candRole == "reference") {
-        out.push_back(makeError("swapped-roles", reference.dir().string(),
+        out.push_back(makeError(DiagnosticCode::SwappedRoles, reference.dir().string(),
                                 "the bundles are given in the wrong order: this is the "
                                 "candidate and " +
                                     candidate.dir().string() +
                                     " the reference; give the reference first"));
         check.comparable = false;
     } else if (refRole == "candidate") {
-        out.push_back(makeError("role-mismatch", reference.dir().string(),
+        out.push_back(makeError(DiagnosticCode::RoleMismatch, reference.dir().string(),
                                 "is a candidate bundle (its manifest says role 'candidate'), "
                                 "not a reference: compare against a reference capture"));
         check.comparable = false;
     }
     if (sameContent(reference, candidate)) {
-        out.push_back(makeError("same-bundle", candidate.dir().string(),
+        out.push_back(makeError(DiagnosticCode::SameBundle, candidate.dir().string(),
                                 "holds the same rank files (sizes and CRC-32) as " +
                                     reference.dir().string() + ": the same bundle given twice"));
         check.comparable = false;

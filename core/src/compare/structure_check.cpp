@@ -27,6 +27,16 @@ std::optional<StructuralChange> parseStructuralChange(std::string_view name) {
     return std::nullopt;
 }
 
+DiagnosticCode structuralDiagnosticCode(StructuralChange change) {
+    switch (change) {
+    case StructuralChange::None: return DiagnosticCode::InternalError;
+    case StructuralChange::MissingInCandidate: return DiagnosticCode::MissingInCandidate;
+    case StructuralChange::ExtraInCandidate: return DiagnosticCode::ExtraInCandidate;
+    case StructuralChange::ShapeChanged: return DiagnosticCode::ShapeChanged;
+    }
+    return DiagnosticCode::InternalError;
+}
+
 ModuleCalls moduleCallsOnBothSides(const Bundle& reference, const Bundle& candidate) {
     auto calls = [](const Bundle& bundle) {
         ModuleCalls out;

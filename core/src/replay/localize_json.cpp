@@ -18,7 +18,7 @@ json toJson(const Diagnostics& ds) {
     json a = json::array();
     for (const auto& d : ds) {
         a.push_back({{"severity", d.severity == Severity::Error ? "error" : "warning"},
-                     {"code", d.code},
+                     {"code", d.code.name()},
                      {"location", d.location},
                      {"message", d.message}});
     }

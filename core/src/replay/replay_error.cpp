@@ -49,6 +49,31 @@ ErrorCode agentErrorCode(std::string_view wireCode) {
     return ErrorCode::UnknownAgentError;
 }
 
+DiagnosticCode diagnosticCodeFor(ErrorCode code) {
+    switch (code) {
+    case ErrorCode::Timeout: return DiagnosticCode::AgentTimeout;
+    case ErrorCode::Unreachable: return DiagnosticCode::AgentUnreachable;
+    case ErrorCode::Cancelled: return DiagnosticCode::Cancelled;
+    case ErrorCode::Closed: return DiagnosticCode::ClientClosed;
+    case ErrorCode::BadReply: return DiagnosticCode::BadReply;
+    case ErrorCode::ReplyTooLarge: return DiagnosticCode::ReplyTooLarge;
+    case ErrorCode::TokenFile: return DiagnosticCode::TokenFile;
+    case ErrorCode::BadEndpoint: return DiagnosticCode::BadEndpoint;
+    case ErrorCode::Busy: return DiagnosticCode::AgentBusy;
+    case ErrorCode::Malformed: return DiagnosticCode::AgentMalformed;
+    case ErrorCode::TooLarge: return DiagnosticCode::AgentTooLarge;
+    case ErrorCode::Version: return DiagnosticCode::AgentVersion;
+    case ErrorCode::Unauthenticated: return DiagnosticCode::AgentUnauthenticated;
+    case ErrorCode::UnknownOp: return DiagnosticCode::AgentUnknownOp;
+    case ErrorCode::UnknownModule: return DiagnosticCode::AgentUnknownModule;
+    case ErrorCode::NoReferenceTensor: return DiagnosticCode::AgentNoReferenceTensor;
+    case ErrorCode::NotReplayable: return DiagnosticCode::AgentNotReplayable;
+    case ErrorCode::ReplayFailed: return DiagnosticCode::AgentReplayFailed;
+    case ErrorCode::UnknownAgentError: return DiagnosticCode::AgentError;
+    }
+    return DiagnosticCode::AgentError;
+}
+
 std::string Error::toString() const {
     return std::string(errorCodeName(code)) + ": " + message;
 }

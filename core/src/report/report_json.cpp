@@ -25,12 +25,17 @@ double num(const json& j) {
 
 json toJson(const Diagnostic& d) {
     return {{"severity", d.severity == Severity::Error ? "error" : "warning"},
-            {"code", d.code},
+            {"code", d.code.name()},
             {"location", d.location},
             {"message", d.message}};
 }
 Diagnostic diagnosticFrom(const json& j) {
-    return {j.at("severity") == "error" ? Severity::Error : Severity::Warning, j.at("code"),
+    const auto name = j.at("code").get<std::string>();
+    const auto code = parseDiagnosticCode(name);
+    if (!code) {
+        throw std::runtime_error("unknown diagnostic code '" + name + "'");
+    }
+    return {j.at("severity") == "error" ? Severity::Error : Severity::Warning, *code,
             j.at("location"), j.at("message")};
 }
 json toJson(const Diagnostics& ds) {

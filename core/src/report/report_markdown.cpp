@@ -215,7 +215,7 @@ std::string diffResultToMarkdown(const DiffResult& r, const MarkdownOptions& opt
         for (const auto& f : t.findings) {
             // Errors, and replicas that disagree: a warning about the bundle but evidence
             // about the run that belongs in a bug report.
-            if (f.severity == Severity::Error || f.code == "replica-disagree") {
+            if (f.severity == Severity::Error || f.code == DiagnosticCode::ReplicaDisagree) {
                 all.push_back(f);
             }
         }

@@ -7,6 +7,8 @@
 #include <utility>
 #include <variant>
 
+#include "ttrace/diagnostic_code.h"
+
 namespace ttrace::replay {
 
 enum class ErrorCode {
@@ -38,6 +40,8 @@ enum class ErrorCode {
 std::string_view errorCodeName(ErrorCode code);
 // The agent's wire code to ours; UnknownAgentError for codes this client does not know.
 ErrorCode agentErrorCode(std::string_view wireCode);
+// The code of the finding that reports a failure: a code of the same name.
+DiagnosticCode diagnosticCodeFor(ErrorCode code);
 
 struct Error {
     ErrorCode code = ErrorCode::BadReply;
