@@ -89,7 +89,8 @@ void printWorst(std::ostream& out, const DiffResult& r, std::size_t rows) {
         out << "  " << std::left << std::setw(10) << tensorVerdictName(t) << std::right
             << std::setw(10) << formatNumber(t.ratio) << std::setw(11)
             << formatNumber(t.metrics.relError) << std::setw(11) << formatNumber(t.tolerance.value)
-            << "  " << std::left << std::setw(10) << t.tolerance.source << t.id.label() << "\n";
+            << "  " << std::left << std::setw(10) << t.tolerance.source.name() << t.id.label()
+            << "\n";
         if (!t.signatures.empty()) {
             out << "      shape: " << t.signatures.front().summary << "\n";
         }

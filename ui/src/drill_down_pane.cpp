@@ -180,7 +180,8 @@ void DrillDownPane::showTensor(std::optional<std::size_t> tensor) {
                            .arg(t.id.microBatch < 0 ? tr("all") : QString::number(t.id.microBatch))
                            .arg(qstr(dtypeName(t.dtype)), qstr(shapeToString(t.shape)),
                                 formatScientific(t.metrics.relError),
-                                formatScientific(t.tolerance.value), qstr(t.tolerance.source)));
+                                formatScientific(t.tolerance.value),
+                                qstr(t.tolerance.source.name())));
     const bool bad = isFlagged(t.status);
     if (t.status == Status::Invalid || t.status == Status::Missing ||
         t.status == Status::Unresolved) {

@@ -205,8 +205,8 @@ std::string diffResultToMarkdown(const DiffResult& r, const MarkdownOptions& opt
         md << "| `" << cell(t.id.label()) << "` | " << tensorVerdictName(t)
            << (t.signatures.empty() ? "" : " (" + cell(t.signatures.front().summary) + ")") << " | "
            << formatNumber(t.metrics.relError) << " | " << formatNumber(t.tolerance.value) << " | "
-           << formatNumber(t.ratio) << " | " << t.tolerance.source << " | " << cell(t.placement)
-           << " |\n";
+           << formatNumber(t.ratio) << " | " << t.tolerance.source.name() << " | "
+           << cell(t.placement) << " |\n";
     }
     appendConditioning(md, r, worstTensors(r, options.worstTensors));
     appendInvalid(md, r);
