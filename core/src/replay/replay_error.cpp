@@ -6,42 +6,38 @@
 namespace ttrace::replay {
 namespace {
 
-constexpr std::array<std::pair<ErrorCode, std::string_view>, 19> kNames{{
-    {ErrorCode::Timeout, "timeout"},
-    {ErrorCode::Unreachable, "unreachable"},
-    {ErrorCode::Cancelled, "cancelled"},
-    {ErrorCode::Closed, "closed"},
-    {ErrorCode::BadReply, "bad_reply"},
-    {ErrorCode::ReplyTooLarge, "reply_too_large"},
-    {ErrorCode::TokenFile, "token_file"},
-    {ErrorCode::BadEndpoint, "bad_endpoint"},
-    {ErrorCode::Busy, "busy"},
-    {ErrorCode::Malformed, "malformed"},
-    {ErrorCode::TooLarge, "too_large"},
-    {ErrorCode::Version, "version"},
-    {ErrorCode::Unauthenticated, "unauthenticated"},
-    {ErrorCode::UnknownOp, "unknown_op"},
-    {ErrorCode::UnknownModule, "unknown_module"},
-    {ErrorCode::NoReferenceTensor, "no_reference_tensor"},
-    {ErrorCode::NotReplayable, "not_replayable"},
-    {ErrorCode::ReplayFailed, "replay_failed"},
-    {ErrorCode::UnknownAgentError, "agent_error"},
-}};
+constexpr NameTable kNames{ErrorCode::UnknownAgentError,
+                           std::array<std::pair<ErrorCode, std::string_view>, 19>{{
+                               {ErrorCode::Timeout, "timeout"},
+                               {ErrorCode::Unreachable, "unreachable"},
+                               {ErrorCode::Cancelled, "cancelled"},
+                               {ErrorCode::Closed, "closed"},
+                               {ErrorCode::BadReply, "bad_reply"},
+                               {ErrorCode::ReplyTooLarge, "reply_too_large"},
+                               {ErrorCode::TokenFile, "token_file"},
+                               {ErrorCode::BadEndpoint, "bad_endpoint"},
+                               {ErrorCode::Busy, "busy"},
+                               {ErrorCode::Malformed, "malformed"},
+                               {ErrorCode::TooLarge, "too_large"},
+                               {ErrorCode::Version, "version"},
+                               {ErrorCode::Unauthenticated, "unauthenticated"},
+                               {ErrorCode::UnknownOp, "unknown_op"},
+                               {ErrorCode::UnknownModule, "unknown_module"},
+                               {ErrorCode::NoReferenceTensor, "no_reference_tensor"},
+                               {ErrorCode::NotReplayable, "not_replayable"},
+                               {ErrorCode::ReplayFailed, "replay_failed"},
+                               {ErrorCode::UnknownAgentError, "agent_error"},
+                           }}};
 
 } // namespace
 
 std::string_view errorCodeName(ErrorCode code) {
-    for (const auto& [c, name] : kNames) {
-        if (c == code) {
-            return name;
-        }
-    }
-    return "agent_error";
+    return kNames.name(code);
 }
 
 ErrorCode agentErrorCode(std::string_view wireCode) {
     // Only the agent's codes (docs/protocol.md); client-side names are never accepted from it.
-    for (const auto& [c, name] : kNames) {
+    for (const auto& [c, name] : kNames.entries()) {
         if (name == wireCode && c >= ErrorCode::Malformed && c <= ErrorCode::ReplayFailed) {
             return c;
         }
@@ -49,7 +45,9 @@ ErrorCode agentErrorCode(std::string_view wireCode) {
     return ErrorCode::UnknownAgentError;
 }
 
-DiagnosticCode diagnosticCodeFor(ErrorCode code) {
+namespace {
+
+constexpr DiagnosticCode codeOf(ErrorCode code) {
     switch (code) {
     case ErrorCode::Timeout: return DiagnosticCode::AgentTimeout;
     case ErrorCode::Unreachable: return DiagnosticCode::AgentUnreachable;
@@ -72,6 +70,23 @@ DiagnosticCode diagnosticCodeFor(ErrorCode code) {
     case ErrorCode::UnknownAgentError: return DiagnosticCode::AgentError;
     }
     return DiagnosticCode::AgentError;
+}
+
+// A failure's finding is named as the failure is (docs/protocol.md, docs/localize-json.md).
+constexpr bool findingsNamedAsErrors() {
+    for (const auto& [code, name] : kNames.entries()) {
+        if (diagnosticCodeName(codeOf(code)) != name) {
+            return false;
+        }
+    }
+    return true;
+}
+static_assert(findingsNamedAsErrors());
+
+} // namespace
+
+DiagnosticCode diagnosticCodeFor(ErrorCode code) {
+    return codeOf(code);
 }
 
 std::string Error::toString() const {
