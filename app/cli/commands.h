@@ -1,14 +1,16 @@
 #pragma once
 // Subcommands of the headless `ttrace` CLI. Each returns the process exit code:
 // 0 success/clean, 1 divergence found, 2 bad input or usage.
+#include "ttrace/exit_code.h"
+
 #include <span>
 #include <string_view>
 
 namespace ttrace::cli {
 
-inline constexpr int kExitOk = 0;
-inline constexpr int kExitDivergent = 1;
-inline constexpr int kExitBadInput = 2;
+inline constexpr int kExitOk = exitStatus(ExitCode::Ok);
+inline constexpr int kExitDivergent = exitStatus(ExitCode::Divergent);
+inline constexpr int kExitBadInput = exitStatus(ExitCode::BadInput);
 
 int runValidate(std::span<const std::string_view> args);
 int runDiff(std::span<const std::string_view> args);

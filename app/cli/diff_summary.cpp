@@ -37,8 +37,8 @@ void printStructure(std::ostream& out, const DiffResult& r, const TensorResult& 
             continue;
         }
         for (const auto& f : t.findings) {
-            if (f.code == structuralChangeName(t.structure)) {
-                out << "  structure       " << f.code << ": " << f.message << "\n";
+            if (f.code == structuralDiagnosticCode(t.structure)) {
+                out << "  structure       " << f.code.name() << ": " << f.message << "\n";
             }
         }
     }
@@ -90,7 +90,8 @@ void printWorst(std::ostream& out, const DiffResult& r, std::size_t rows) {
         out << "  " << std::left << std::setw(10) << tensorVerdictName(t) << std::right
             << std::setw(10) << formatNumber(t.ratio) << std::setw(11)
             << formatNumber(t.metrics.relError) << std::setw(11) << formatNumber(t.tolerance.value)
-            << "  " << std::left << std::setw(10) << t.tolerance.source << t.id.label() << "\n";
+            << "  " << std::left << std::setw(10) << t.tolerance.source.name() << t.id.label()
+            << "\n";
         if (!t.signatures.empty()) {
             out << "      shape: " << t.signatures.front().summary << "\n";
         }
@@ -124,8 +125,8 @@ void printInvalid(std::ostream& out, const DiffResult& r) {
             out << "      why: " << t.invalid.toString() << "\n";
         }
         for (const auto& f : t.findings) {
-            if (f.severity == Severity::Error || f.code == "missing-tensor") {
-                out << "      " << f.code << ": " << f.message << "\n";
+            if (f.severity == Severity::Error || f.code == DiagnosticCode::MissingTensor) {
+                out << "      " << f.code.name() << ": " << f.message << "\n";
             }
         }
     }

@@ -65,7 +65,7 @@ LocalizeResult runWalk(const LocalizeArgs& a, const AgentJudge& judge, const Age
     if (hasErrors(diff.diagnostics)) {
         LocalizeResult r;
         r.problems.push_back(
-            makeError("bad-bundles", a.bundles[1],
+            makeError(DiagnosticCode::BadBundles, a.bundles[1],
                       "the bundles have errors (above): no reliable divergence to localize"));
         return r;
     }

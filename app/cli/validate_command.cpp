@@ -59,8 +59,9 @@ int runValidate(std::span<const std::string_view> args) {
         std::map<std::string, std::size_t> perCode;
         for (const auto& d : report.diagnostics) {
             errors += d.severity == Severity::Error ? 1 : 0;
-            disagreements += d.code == "replica-disagree" ? 1 : 0;
-            if (++perCode[d.code] <= perCodeLimit) {
+            disagreements += d.code == DiagnosticCode::ReplicaDisagree ? 1 : 0;
+            if (++perCode[std::string(d.code.name())] <=
+                perCodeLimit) { // by name: printed in name order
                 std::cerr << d.toString() << "\n";
             }
         }

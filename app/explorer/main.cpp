@@ -1,6 +1,7 @@
 // ttrace-explorer: the desktop front end.
 //   ttrace-explorer [--screenshot FILE] [--markdown FILE] [--agent HOST:PORT --token-file FILE]
 //                   [--localize MODULE|all] [REFERENCE CANDIDATE]
+#include "ttrace/exit_code.h"
 #include "ttrace/ui/headless_export.h"
 #include "ttrace/ui/localize_ui.h"
 #include "ttrace/ui/main_window.h"
@@ -98,28 +99,28 @@ int main(int argc, char** argv) {
     const auto args = parser.positionalArguments();
     if (!args.isEmpty() && args.size() != 2) {
         std::fputs("ttrace-explorer: give both a REFERENCE and a CANDIDATE bundle\n", stderr);
-        return 2; // usage: the same code as `ttrace` gives bad input
+        return ttrace::exitStatus(ttrace::ExitCode::BadInput); // usage, as `ttrace` says it
     }
     if (headless && args.size() != 2) {
         std::fputs("ttrace-explorer: --screenshot/--markdown need REFERENCE and CANDIDATE\n",
                    stderr);
-        return 2; // usage: the same code as `ttrace` gives bad input
+        return ttrace::exitStatus(ttrace::ExitCode::BadInput); // usage, as `ttrace` says it
     }
 
     ttrace::ui::AgentTarget target;
     if (parser.isSet(agent) &&
         !ttrace::ui::AgentTarget::parseHostPort(parser.value(agent), target)) {
         std::fputs("ttrace-explorer: --agent wants HOST:PORT\n", stderr);
-        return 2; // usage: the same code as `ttrace` gives bad input
+        return ttrace::exitStatus(ttrace::ExitCode::BadInput); // usage, as `ttrace` says it
     }
     target.tokenFile = parser.value(tokenFile);
     if (parser.isSet(agent) && target.tokenFile.isEmpty()) {
         std::fputs("ttrace-explorer: --agent needs --token-file\n", stderr);
-        return 2; // usage: the same code as `ttrace` gives bad input
+        return ttrace::exitStatus(ttrace::ExitCode::BadInput); // usage, as `ttrace` says it
     }
     if (parser.isSet(localize) && args.size() != 2) {
         std::fputs("ttrace-explorer: --localize needs REFERENCE and CANDIDATE\n", stderr);
-        return 2; // usage: the same code as `ttrace` gives bad input
+        return ttrace::exitStatus(ttrace::ExitCode::BadInput); // usage, as `ttrace` says it
     }
 
     ttrace::ui::MainWindow window;

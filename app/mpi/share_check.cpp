@@ -35,7 +35,7 @@ std::string openingFingerprint(const OpenedPair& pair, const std::vector<TensorI
     out << "tensors " << ids.size() << " ids " << std::hex << h << std::dec << " early "
         << (pair.early ? 1 : 0) << "\n";
     for (const auto& d : pair.diagnostics) {
-        out << d.code << " " << d.location << "\n";
+        out << d.code.name() << " " << d.location << "\n";
     }
     return out.str();
 }

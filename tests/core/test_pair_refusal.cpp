@@ -123,8 +123,8 @@ private slots:
         QVERIFY2(r.summary.divergent > 0, "the injected bug is still caught");
         for (const auto& t : r.tensors) {
             if (t.status != Status::Invalid && t.status != Status::Missing &&
-                !t.tolerance.source.empty()) {
-                QVERIFY2(t.tolerance.source != "empirical", t.id.path().c_str());
+                t.tolerance.source != ToleranceSource::None) {
+                QVERIFY2(t.tolerance.source != ToleranceSource::Empirical, t.id.path().c_str());
             }
         }
         const auto markdown = diffResultToMarkdown(r);

@@ -39,7 +39,7 @@ private slots:
                                              "in the wrong order: give the reference first"));
         QVERIFY(incompleteVerdictText(r).empty());
         QCOMPARE(exitCodeFor(r), 2);
-        QVERIFY(!pairRefusal({makeError("truncated", "rank 2", "copy it again")}));
+        QVERIFY(!pairRefusal({makeError("truncated-file", "rank 2", "copy it again")}));
         // Another model's reference is compared: its differing tensors come out invalid.
         QVERIFY(!pairRefusal({makeError("different-model", "tensor x", "another model")}));
     }
@@ -60,7 +60,7 @@ private slots:
                                            "present: 0, 1, 3)")};
         r.tensors[1].invalid.referenceShape = "[8, 32]";
         r.tensors[1].invalid.candidateShape = "[8, 32]";
-        r.diagnostics = {makeError("truncated", "candidate rank 2 (c/rank-00002.h5)",
+        r.diagnostics = {makeError("truncated-file", "candidate rank 2 (c/rank-00002.h5)",
                                    "rank-00002.h5 is truncated; copy it again")};
         assembleVerdicts(r, modules());
         QCOMPARE(r.module("layer.fc2")->origin, Origin::Undetermined);

@@ -78,7 +78,7 @@ DiffResult demoLikeDiff() {
     norm.findings.push_back(makeWarning("replica-disagree", "tensor y", "ranks 2 and 3 differ"));
     d.tensors.push_back(norm);
     d.tensors.push_back(tensor("layers.0.input_layernorm", TensorKind::ParamGrad, 0, 0, 0.4));
-    d.diagnostics.push_back(makeWarning("manifest-note", "candidate", "a note"));
+    d.diagnostics.push_back(makeWarning("manifest-optimizer", "candidate", "a note"));
     return d;
 }
 

@@ -39,7 +39,7 @@ QString pillStyle(const QColor& color) {
 QStringList uncomparedCause(const TensorResult& t, const DiffResult* result) {
     QStringList lines;
     for (const auto& f : t.findings) {
-        if (f.severity == Severity::Error || f.code == "missing-tensor") {
+        if (f.severity == Severity::Error || f.code == DiagnosticCode::MissingTensor) {
             lines << QStringLiteral("Why %1: %2").arg(qstr(statusName(t.status)), qstr(f.message));
         }
     }
@@ -180,7 +180,8 @@ void DrillDownPane::showTensor(std::optional<std::size_t> tensor) {
                            .arg(t.id.microBatch < 0 ? tr("all") : QString::number(t.id.microBatch))
                            .arg(qstr(dtypeName(t.dtype)), qstr(shapeToString(t.shape)),
                                 formatScientific(t.metrics.relError),
-                                formatScientific(t.tolerance.value), qstr(t.tolerance.source)));
+                                formatScientific(t.tolerance.value),
+                                qstr(t.tolerance.source.name())));
     const bool bad = isFlagged(t.status);
     if (t.status == Status::Invalid || t.status == Status::Missing ||
         t.status == Status::Unresolved) {

@@ -55,7 +55,7 @@ void HeadlessExport::onLoadingFinished(bool ok) {
         // (a bundle that cannot be opened) and a localize asked for that could not run are
         // errors, 2, as `ttrace localize` says them.
         const DiffResult* result = window_->model()->results().final();
-        exitCode_ = ok && result ? exitCodeFor(*result) : 2;
+        exitCode_ = ok && result ? exitCodeFor(*result) : exitStatus(ExitCode::BadInput);
         if (!ok) {
             QString text = window_->problemsBanner()->text().trimmed();
             if (text.isEmpty()) {
@@ -63,7 +63,7 @@ void HeadlessExport::onLoadingFinished(bool ok) {
             }
             printLine(stderr, text.isEmpty() ? tr("loading did not finish") : text);
         }
-        if (ok && result && exitCode_ == 2) {
+        if (ok && result && exitCode_ == exitStatus(ExitCode::BadInput)) {
             // Invalid input that still let the comparison run: say why, on stderr, in the
             // same words as `ttrace diff` (the engine's diagnostics and invalid tensors).
             printProblems(*result);
@@ -74,7 +74,7 @@ void HeadlessExport::onLoadingFinished(bool ok) {
                 printLine(stdout, QFileInfo(screenshot_).absoluteFilePath());
             } else {
                 printLine(stderr, error);
-                exitCode_ = 2;
+                exitCode_ = exitStatus(ExitCode::BadInput);
             }
         }
         if (!markdown_.isEmpty()) {
@@ -84,7 +84,7 @@ void HeadlessExport::onLoadingFinished(bool ok) {
                 printLine(stdout, QFileInfo(markdown_).absoluteFilePath());
             } else {
                 printLine(stderr, QStringLiteral("%1: %2").arg(markdown_, file.errorString()));
-                exitCode_ = 2;
+                exitCode_ = exitStatus(ExitCode::BadInput);
             }
         }
         if (result) {

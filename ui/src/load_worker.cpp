@@ -65,10 +65,11 @@ void LoadWorker::run(quint64 job, const QString& reference, const QString& candi
     try {
         runDiff(job, reference, candidate, options, cancel);
     } catch (const std::exception& e) {
-        emit problemsFound(job, {makeError("internal-error", "loading", e.what())}, true);
-    } catch (...) {
-        emit problemsFound(job, {makeError("internal-error", "loading", "unknown exception")},
+        emit problemsFound(job, {makeError(DiagnosticCode::InternalError, "loading", e.what())},
                            true);
+    } catch (...) {
+        emit problemsFound(
+            job, {makeError(DiagnosticCode::InternalError, "loading", "unknown exception")}, true);
     }
 }
 

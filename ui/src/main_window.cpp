@@ -636,7 +636,7 @@ QString MainWindow::markdownReport() const {
     for (const auto& g : warnings_->groups()) {
         if (g.severity == Severity::Warning) {
             view.problems << tr("warning: %1 · %2 · %3 finding(s)")
-                                 .arg(QString::fromStdString(g.code),
+                                 .arg(QString::fromStdString(std::string(g.code.name())),
                                       g.module.empty() ? tr("bundle")
                                                        : QString::fromStdString(g.module))
                                  .arg(g.items.size());

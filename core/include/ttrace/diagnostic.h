@@ -4,13 +4,15 @@
 #include <string>
 #include <vector>
 
+#include "ttrace/diagnostic_code.h"
+
 namespace ttrace {
 
 enum class Severity { Error, Warning };
 
 struct Diagnostic {
     Severity severity = Severity::Error;
-    std::string code;     // stable machine-readable kind, e.g. "missing-rank-file"
+    DiagnosticCodeValue code = DiagnosticCode::InternalError; // the kind, e.g. MissingRankFile
     std::string location; // file, rank and/or tensor the finding is about
     std::string message;  // one sentence for a human
 
@@ -20,7 +22,7 @@ struct Diagnostic {
 using Diagnostics = std::vector<Diagnostic>;
 
 [[nodiscard]] bool hasErrors(const Diagnostics& diagnostics);
-Diagnostic makeError(std::string code, std::string location, std::string message);
-Diagnostic makeWarning(std::string code, std::string location, std::string message);
+Diagnostic makeError(DiagnosticCodeValue code, std::string location, std::string message);
+Diagnostic makeWarning(DiagnosticCodeValue code, std::string location, std::string message);
 
 } // namespace ttrace

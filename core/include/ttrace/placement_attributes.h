@@ -2,6 +2,7 @@
 // Builds a Placement from the attribute values that describe it (docs/bundle-format.md,
 // "Placement semantics"). Rank files (HDF5 attributes) and localize replies (JSON fields of the
 // same names, docs/protocol.md) carry the same attributes, so both go through this one parser.
+#include "ttrace/diagnostic_code.h"
 #include "ttrace/placement.h"
 
 #include <cstdint>
@@ -28,7 +29,7 @@ struct PlacementAttributes {
 };
 
 struct PlacementProblem {
-    std::string code;    // "bad-placement" or "placement-outside"
+    DiagnosticCodeValue code = DiagnosticCode::BadPlacement; // or PlacementOutside
     std::string message; // says which attribute is wrong and how
 };
 

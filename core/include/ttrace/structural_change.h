@@ -7,6 +7,8 @@
 #include <optional>
 #include <string_view>
 
+#include "ttrace/diagnostic_code.h"
+
 namespace ttrace {
 
 enum class StructuralChange {
@@ -19,5 +21,8 @@ enum class StructuralChange {
 // "none", "missing_in_candidate", "extra_in_candidate", "shape_changed".
 std::string_view structuralChangeName(StructuralChange change);
 std::optional<StructuralChange> parseStructuralChange(std::string_view name);
+// The code of the finding that reports a change: the change's own name (docs/diff-json.md);
+// None, which is no finding, gives InternalError.
+DiagnosticCode structuralDiagnosticCode(StructuralChange change);
 
 } // namespace ttrace

@@ -3,8 +3,10 @@
 // empirical one from the reference's perturbed variants, combined by a documented rule and
 // overridable by the user.
 #include "ttrace/dtype.h"
+#include "ttrace/name_table.h"
 #include "ttrace/tensor_id.h"
 
+#include <cstdint>
 #include <optional>
 #include <span>
 #include <string>
@@ -42,6 +44,19 @@ enum class Provisional {
 };
 std::string_view provisionalName(Provisional reason);
 
+// Where a tolerance came from (docs/diff-json.md, `tolerance_detail.source`); None ("") for a
+// tensor that never got one (invalid input).
+enum class ToleranceSource : std::uint8_t { None, Analytic, Empirical, Override, Exact };
+inline constexpr NameTable kToleranceSourceNames{
+    ToleranceSource::Exact, std::array<std::pair<ToleranceSource, std::string_view>, 5>{{
+                                {ToleranceSource::None, ""},
+                                {ToleranceSource::Analytic, "analytic"},
+                                {ToleranceSource::Empirical, "empirical"},
+                                {ToleranceSource::Override, "override"},
+                                {ToleranceSource::Exact, "exact"},
+                            }}};
+using ToleranceSourceValue = NamedValue<ToleranceSource, kToleranceSourceNames>;
+
 struct Tolerance {
     double value = 0.0;              // what the verdict uses
     double analytic = 0.0;           // k * C^d * eps
@@ -50,9 +65,9 @@ struct Tolerance {
     double floorSpread = 0.0;        // its standard deviation over variants
     int depth = 0;                   // the d used
     double eps = 0.0;                // eps of the accumulating dtype
-    std::string source;              // "analytic", "empirical", "override", "exact"
-    int perturbedSamples = 0;        // perturbed variants the floor was measured on
-    double carriedMean = 0.0;        // part of floorMean carried over from the previous step
+    ToleranceSourceValue source = ToleranceSource::None; // where `value` came from
+    int perturbedSamples = 0; // perturbed variants the floor was measured on
+    double carriedMean = 0.0; // part of floorMean carried over from the previous step
     // The analytic bound's path (reduction_paths.h): summed reduction lengths and storage
     // roundings; 0 when the bound had no path (the one-layer form k * C^d * eps stands).
     double reductionLength = 0.0;

@@ -4,6 +4,7 @@
 // docs/tolerance.md, "Verdicts"). Pure functions over results, so they are tested on
 // synthetic data and reused on localization results.
 #include "ttrace/diff_result.h"
+#include "ttrace/exit_code.h"
 #include "ttrace/manifest.h"
 
 #include <vector>

@@ -117,7 +117,7 @@ std::size_t judgeAfterFactor(DiffResult& r, const ClipComparison& c, bool afterC
         t.status = Status::Clean;
         t.hint = {};
         t.findings.push_back(makeWarning(
-            "clip-coefficient", "tensor " + t.id.path(),
+            DiagnosticCode::ClipCoefficient, "tensor " + t.id.path(),
             "moved by the clip coefficient: judged after x" + std::to_string(expected) +
                 " (the candidate's coefficient over the reference's" +
                 (power == 2 ? ", squared" : "") + "): relative error " + formatFactor(error)));

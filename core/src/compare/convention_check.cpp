@@ -96,7 +96,7 @@ void judgeConventionFactor(DiffResult& r, const Manifest& candidate) {
         t.ratio = toleranceRatio(error, t.tolerance.value);
         t.status = tensorVerdict(t.ratio, t.tolerance);
         t.hint = {};
-        t.findings.push_back(makeWarning("convention-factor", "tensor " + t.id.path(),
+        t.findings.push_back(makeWarning(DiagnosticCode::ConventionFactor, "tensor " + t.id.path(),
                                          "judged after the run's gradient convention factor " +
                                              m.factorName + ": relative error " +
                                              formatFactor(error) + " after it"));

@@ -278,7 +278,7 @@ ComparedReference referenceForComparison(const Bundle& reference, const Bundle& 
             held += (held.empty() ? "" : "; ") + name + " (" + slices + ")";
         }
         out.notes.push_back(makeWarning(
-            "pipeline-stage-containers", candidate.dir().string(),
+            DiagnosticCode::PipelineStageContainers, candidate.dir().string(),
             "the candidate is pipelined: modules holding one stage's slice of the layers are "
             "compared by the layers they hold, not as a whole: left out " +
                 std::to_string(leftOut.stageContainers) +
@@ -287,7 +287,7 @@ ComparedReference referenceForComparison(const Bundle& reference, const Bundle& 
     if (leftOutCompiled > 0) {
         // The report says how the two were compared: the reference ran these modules eagerly.
         out.notes.push_back(makeWarning(
-            "compiled-blocks", candidate.dir().string(),
+            DiagnosticCode::CompiledBlocks, candidate.dir().string(),
             "the candidate runs modules inside compiled blocks (torch.compile): compared at "
             "the blocks' boundaries; left out " +
                 std::to_string(leftOutCompiled) +
@@ -437,7 +437,7 @@ Diagnostic partialNote(const Bundle& reference, const Bundle& candidate, const D
     for (const auto it : *options.onlyIterations) {
         iterations += (iterations.empty() ? "" : ", ") + std::to_string(it);
     }
-    return makeWarning("partial-comparison", "",
+    return makeWarning(DiagnosticCode::PartialComparison, "",
                        "partial: compared " + std::to_string(compared.size()) +
                            " tensors of the iterations every rank finished (" +
                            (iterations.empty() ? std::string("none") : iterations) +

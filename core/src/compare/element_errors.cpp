@@ -78,7 +78,7 @@ ElementReport elementErrors(const FullTensor& reference, const FullTensor& candi
     const auto& c = candidate.values;
     if (reference.shape != candidate.shape || r.size() != c.size()) {
         report.problems.push_back(
-            makeError("shape-mismatch", "tensor " + query.id.path(),
+            makeError(DiagnosticCode::ShapeMismatch, "tensor " + query.id.path(),
                       "reference shape " + shapeToString(reference.shape) + " vs candidate shape " +
                           shapeToString(candidate.shape) + ": elements cannot be paired"));
         return report;
@@ -134,7 +134,7 @@ ElementReport inspectElements(const Bundle& reference, const Bundle& candidate,
         auto merged = mergeTensor(bundle, query.id);
         if (!merged.tensor) {
             report.problems.push_back(
-                makeError("not-readable", bundle.dir().string(),
+                makeError(DiagnosticCode::NotReadable, bundle.dir().string(),
                           std::string(side) + " tensor " + query.id.path() + " cannot be rebuilt" +
                               (merged.findings.empty() ? std::string()
                                                        : ": " + merged.findings.front().message)));

@@ -198,7 +198,8 @@ double conditionedError(const ComparisonContext& ctx, const FullTensor& ref, con
     const double plain = r.metrics.relError;
     const double refNorm = r.metrics.refNorm;
     c.conditionedError = plain;
-    const bool derived = r.tolerance.source == "empirical" || r.tolerance.source == "analytic";
+    const bool derived = r.tolerance.source == ToleranceSource::Empirical ||
+                         r.tolerance.source == ToleranceSource::Analytic;
     if (!isStateKind(r.id.kind) || !derived || !std::isfinite(plain) || refNorm <= 0.0 ||
         ref.values.empty() || ref.values.size() != cand.values.size()) {
         return plain;

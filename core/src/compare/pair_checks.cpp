@@ -35,21 +35,21 @@ void checkRoles(const Manifest& reference, const Manifest& candidate,
         return;
     }
     if (candidate.role == "reference") {
-        out.push_back(makeError("swapped-roles", referenceDir.string(),
+        out.push_back(makeError(DiagnosticCode::SwappedRoles, referenceDir.string(),
                                 "the bundles are given in the wrong order: this is the "
                                 "candidate and " +
                                     candidateDir.string() +
                                     " the reference; give the reference first"));
         check.comparable = false;
     } else if (!referenceIsCandidate) {
-        out.push_back(makeError("role-mismatch", referenceDir.string(),
+        out.push_back(makeError(DiagnosticCode::RoleMismatch, referenceDir.string(),
                                 "is a candidate bundle (its manifest says role 'candidate'), "
                                 "not a reference: compare against a reference capture, or use "
                                 "it as the reference by choice (--reference-is-candidate)"));
         check.comparable = false;
     } else {
         out.push_back(makeWarning(
-            "reference-is-candidate", referenceDir.string(),
+            DiagnosticCode::ReferenceIsCandidate, referenceDir.string(),
             "a candidate capture serves as the reference (--reference-is-candidate): it has no "
             "perturbed variants, so every verdict rests on the analytic bound, and a bug both "
             "runs share cannot be seen"));
@@ -81,7 +81,7 @@ std::optional<Diagnostic> modelMismatch(const Bundle& ref, const Bundle& cand, b
         const auto& candShape = shards.front().placement.globalShape;
         if (id.kind == TensorKind::Parameter && refShape != candShape &&
             !alternativeOfShape(shards, refShape)) {
-            return makeError("different-model", "tensor " + id.path(),
+            return makeError(DiagnosticCode::DifferentModel, "tensor " + id.path(),
                              "the reference's parameter has shape " + shapeToString(refShape) +
                                  ", the candidate's " + shapeToString(candShape) +
                                  ": the reference is of another model");
@@ -89,7 +89,7 @@ std::optional<Diagnostic> modelMismatch(const Bundle& ref, const Bundle& cand, b
     }
     if (common == 0 && !ref.tensors().empty() && !cand.tensors().empty()) {
         comparable = false;
-        return makeError("different-model", cand.dir().string(),
+        return makeError(DiagnosticCode::DifferentModel, cand.dir().string(),
                          "the reference and the candidate have no tensor in common: the "
                          "reference is of another model (or another run's iterations)");
     }
@@ -117,7 +117,7 @@ std::optional<Diagnostic> startMismatch(const Bundle& ref, const Bundle& cand) {
         a->metadataSha256 == b->metadataSha256) {
         return std::nullopt;
     }
-    return makeWarning("start-differs", cand.dir().string(),
+    return makeWarning(DiagnosticCode::StartDiffers, cand.dir().string(),
                        "the reference started from " + describeStart(a) + ", the candidate from " +
                            describeStart(b) +
                            ": the runs did not start from the same state, so divergences may "
@@ -133,14 +133,14 @@ PairCheck checkManifestPair(const Manifest& reference, const Manifest& candidate
     auto& out = check.problems;
     std::error_code ec;
     if (std::filesystem::equivalent(referenceDir, candidateDir, ec)) {
-        out.push_back(makeError("same-bundle", candidateDir.string(),
+        out.push_back(makeError(DiagnosticCode::SameBundle, candidateDir.string(),
                                 "the same bundle is given as both reference and candidate"));
         check.comparable = false;
         return check;
     }
     checkRoles(reference, candidate, referenceDir, candidateDir, referenceIsCandidate, check);
     if (sameContent(reference, candidate)) {
-        out.push_back(makeError("same-bundle", candidateDir.string(),
+        out.push_back(makeError(DiagnosticCode::SameBundle, candidateDir.string(),
                                 "holds the same rank files (sizes and CRC-32) as " +
                                     referenceDir.string() + ": the same bundle given twice"));
         check.comparable = false;

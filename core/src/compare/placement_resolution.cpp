@@ -8,7 +8,7 @@
 namespace ttrace {
 namespace {
 
-bool hasCode(const Diagnostics& findings, const char* code) {
+bool hasCode(const Diagnostics& findings, DiagnosticCode code) {
     return std::any_of(findings.begin(), findings.end(),
                        [&](const Diagnostic& d) { return d.code == code; });
 }
@@ -100,7 +100,7 @@ ResolvedPlacement resolveShards(const TensorId& id, const std::vector<ShardRef>&
             out.resolution.excluded.push_back(label + ": its pieces do not tile the tensor");
             continue;
         }
-        if (hasCode(merged.findings, "replica-disagree")) {
+        if (hasCode(merged.findings, DiagnosticCode::ReplicaDisagree)) {
             disagreeing.push_back({h, std::move(merged), std::move(*placed)});
             continue;
         }

@@ -5,26 +5,49 @@
 
 namespace ttrace {
 
-std::string_view structuralChangeName(StructuralChange change) {
+namespace {
+
+constexpr NameTable kNames{StructuralChange::ShapeChanged,
+                           std::array<std::pair<StructuralChange, std::string_view>, 4>{{
+                               {StructuralChange::None, "none"},
+                               {StructuralChange::MissingInCandidate, "missing_in_candidate"},
+                               {StructuralChange::ExtraInCandidate, "extra_in_candidate"},
+                               {StructuralChange::ShapeChanged, "shape_changed"},
+                           }}};
+
+constexpr DiagnosticCode codeOf(StructuralChange change) {
     switch (change) {
-    case StructuralChange::None: return "none";
-    case StructuralChange::MissingInCandidate: return "missing_in_candidate";
-    case StructuralChange::ExtraInCandidate: return "extra_in_candidate";
-    case StructuralChange::ShapeChanged: return "shape_changed";
+    case StructuralChange::None: return DiagnosticCode::InternalError;
+    case StructuralChange::MissingInCandidate: return DiagnosticCode::MissingInCandidate;
+    case StructuralChange::ExtraInCandidate: return DiagnosticCode::ExtraInCandidate;
+    case StructuralChange::ShapeChanged: return DiagnosticCode::ShapeChanged;
     }
-    return "none";
+    return DiagnosticCode::InternalError;
+}
+
+// A structural divergence's finding is named as the change is (docs/diff-json.md).
+constexpr bool findingsNamedAsChanges() {
+    for (const auto& [change, name] : kNames.entries()) {
+        if (change != StructuralChange::None && diagnosticCodeName(codeOf(change)) != name) {
+            return false;
+        }
+    }
+    return true;
+}
+static_assert(findingsNamedAsChanges());
+
+} // namespace
+
+std::string_view structuralChangeName(StructuralChange change) {
+    return kNames.name(change);
 }
 
 std::optional<StructuralChange> parseStructuralChange(std::string_view name) {
-    constexpr std::array kAll = {StructuralChange::None, StructuralChange::MissingInCandidate,
-                                 StructuralChange::ExtraInCandidate,
-                                 StructuralChange::ShapeChanged};
-    for (const auto change : kAll) {
-        if (structuralChangeName(change) == name) {
-            return change;
-        }
-    }
-    return std::nullopt;
+    return kNames.parse(name);
+}
+
+DiagnosticCode structuralDiagnosticCode(StructuralChange change) {
+    return codeOf(change);
 }
 
 ModuleCalls moduleCallsOnBothSides(const Bundle& reference, const Bundle& candidate) {

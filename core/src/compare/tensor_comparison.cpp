@@ -36,7 +36,7 @@ void appendFindings(Diagnostics& out, Diagnostics in, const std::string& side) {
     }
 }
 
-bool hasFinding(const Diagnostics& findings, const std::string& code) {
+bool hasFinding(const Diagnostics& findings, DiagnosticCode code) {
     return std::any_of(findings.begin(), findings.end(),
                        [&](const Diagnostic& d) { return d.code == code; });
 }
@@ -119,7 +119,7 @@ std::optional<NoiseFloor> carriedFor(const ComparisonContext& ctx, const TensorI
 // noisier than the whole and must not raise false alarms on its own).
 double replicaRatio(const TensorResult& r, const FullTensor& cand) {
     double worst = 0.0;
-    if (!hasFinding(r.findings, "replica-disagree")) {
+    if (!hasFinding(r.findings, DiagnosticCode::ReplicaDisagree)) {
         return worst;
     }
     for (std::size_t s = 0; s < r.metrics.shards.size(); ++s) {
@@ -137,8 +137,8 @@ void markStructural(TensorResult& r, StructuralChange change, std::string messag
     r.structure = change;
     r.status = Status::Divergent;
     r.ratio = std::numeric_limits<double>::infinity();
-    r.findings.push_back(makeWarning(std::string(structuralChangeName(change)),
-                                     "tensor " + r.id.path(), std::move(message)));
+    r.findings.push_back(
+        makeWarning(structuralDiagnosticCode(change), "tensor " + r.id.path(), std::move(message)));
 }
 
 std::string slotName(const TensorId& id) {
@@ -191,8 +191,8 @@ std::optional<MergeResult> settlePlacement(const ComparisonContext& ctx,
     r.resolution = std::move(resolved.resolution);
     if (resolved.outcome == ResolutionOutcome::Unresolved) {
         r.status = Status::Unresolved;
-        r.findings.push_back(
-            makeWarning("placement-unresolved", "tensor " + r.id.path(), r.resolution.toString()));
+        r.findings.push_back(makeWarning(DiagnosticCode::PlacementUnresolved,
+                                         "tensor " + r.id.path(), r.resolution.toString()));
         return std::nullopt;
     }
     r.placement = describeShards(resolved.shards);
@@ -203,14 +203,14 @@ std::optional<MergeResult> settlePlacement(const ComparisonContext& ctx,
 // replicas, so their disagreement is no verdict; the placement is unresolved.
 bool inferredCopiesDiffer(const MergeResult& cand, TensorResult& r) {
     if (r.placementSource != PlacementSource::Inferred ||
-        !hasFinding(cand.findings, "replica-disagree")) {
+        !hasFinding(cand.findings, DiagnosticCode::ReplicaDisagree)) {
         return false;
     }
     r.status = Status::Unresolved;
     r.resolution.hypothesis = "replica";
     r.resolution.excluded.push_back("replica: the copies it takes for replicas differ");
-    r.findings.push_back(
-        makeWarning("placement-unresolved", "tensor " + r.id.path(), r.resolution.toString()));
+    r.findings.push_back(makeWarning(DiagnosticCode::PlacementUnresolved, "tensor " + r.id.path(),
+                                     r.resolution.toString()));
     return true;
 }
 
@@ -297,7 +297,7 @@ TensorResult compareTensor(const ComparisonContext& ctx, const TensorId& id, boo
         r.status = Status::Missing;
         r.invalid = invalidReason(refShards, candShards);
         r.findings.push_back(makeWarning(
-            "missing-tensor", "tensor " + id.path(),
+            DiagnosticCode::MissingTensor, "tensor " + id.path(),
             std::string("only the ") + (refShards ? "reference" : "candidate") + " holds it"));
         return r;
     }
@@ -329,7 +329,7 @@ TensorResult compareTensor(const ComparisonContext& ctx, const TensorId& id, boo
         return r;
     }
     if (ref.tensor->shape != cand.tensor->shape) {
-        r.findings.push_back(makeError("shape-mismatch", "tensor " + id.path(),
+        r.findings.push_back(makeError(DiagnosticCode::ShapeMismatch, "tensor " + id.path(),
                                        "reference shape " + shapeToString(ref.tensor->shape) +
                                            " vs candidate shape " +
                                            shapeToString(cand.tensor->shape)));

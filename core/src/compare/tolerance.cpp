@@ -140,25 +140,25 @@ Tolerance deriveTolerance(const ToleranceSettings& settings, const ToleranceInpu
     if (!isFloating(in.dtype)) {
         // Token ids, masks, counters: round-off cannot change an integer.
         t.value = 0.0;
-        t.source = "exact";
+        t.source = ToleranceSource::Exact;
         return t;
     }
     if (const auto* o = lastMatch(settings, in)) {
         t.value = o->value;
-        t.source = "override";
+        t.source = ToleranceSource::Override;
         return t;
     }
     if (settings.global) {
         t.value = *settings.global;
-        t.source = "override";
+        t.source = ToleranceSource::Override;
         return t;
     }
     if (t.empirical) {
         t.value = *t.empirical;
-        t.source = "empirical";
+        t.source = ToleranceSource::Empirical;
     } else {
         t.value = t.analytic;
-        t.source = "analytic";
+        t.source = ToleranceSource::Analytic;
         t.provisional = in.provisional;
     }
     t.value = std::max(t.value, settings.floor);

@@ -30,7 +30,7 @@ void checkConsistency(const TensorId& id, const std::vector<ShardRef>& shards, D
     for (const auto& s : shards) {
         const auto loc = "tensor " + id.path();
         if (s.placement.globalShape != first.placement.globalShape) {
-            out.push_back(makeError("shape-mismatch", loc,
+            out.push_back(makeError(DiagnosticCode::ShapeMismatch, loc,
                                     "rank " + std::to_string(s.rank) + " says global_shape " +
                                         shapeToString(s.placement.globalShape) + ", rank " +
                                         std::to_string(first.rank) + " says " +
@@ -38,7 +38,7 @@ void checkConsistency(const TensorId& id, const std::vector<ShardRef>& shards, D
             return;
         }
         if (s.dtype != first.dtype) {
-            out.push_back(makeError("dtype-mismatch", loc,
+            out.push_back(makeError(DiagnosticCode::DtypeMismatch, loc,
                                     "rank " + std::to_string(s.rank) + " stores " +
                                         std::string(dtypeName(s.dtype)) + ", rank " +
                                         std::to_string(first.rank) + " stores " +
@@ -46,7 +46,7 @@ void checkConsistency(const TensorId& id, const std::vector<ShardRef>& shards, D
             return;
         }
         if (s.placement.combine != first.placement.combine) {
-            out.push_back(makeError("combine-mismatch", loc,
+            out.push_back(makeError(DiagnosticCode::CombineMismatch, loc,
                                     "shards on ranks " + rankList(shards) +
                                         " declare different combine modes"));
             return;
@@ -75,7 +75,7 @@ void checkUnlistedRankFiles(const std::filesystem::path& dir, const Manifest& ma
         }
     }
     for (const auto& name : unlisted) {
-        out.push_back(makeError("unlisted-rank-file", (dir / name).string(),
+        out.push_back(makeError(DiagnosticCode::UnlistedRankFile, (dir / name).string(),
                                 escapeInvalidUtf8(name) +
                                     " is in the bundle but manifest.json does not list it (left "
                                     "over from another capture, or the manifest lost a rank?)"));
@@ -97,7 +97,7 @@ void checkModules(const std::filesystem::path& dir, const Manifest& manifest,
         return; // an unfinished capture has no module table yet; the reference's is used
     }
     if (manifest.modules.empty() && !index.empty()) {
-        out.push_back(makeError("missing-modules", where,
+        out.push_back(makeError(DiagnosticCode::MissingModules, where,
                                 "manifest.json lists no modules, but the rank files hold "
                                 "tensors of " +
                                     std::to_string(unknownModules.size()) +
@@ -106,7 +106,7 @@ void checkModules(const std::filesystem::path& dir, const Manifest& manifest,
         return;
     }
     for (const auto& m : unknownModules) {
-        out.push_back(makeWarning("unknown-module", where,
+        out.push_back(makeWarning(DiagnosticCode::UnknownModule, where,
                                   "module '" + m +
                                       "' has tensors but is not in the manifest's module list "
                                       "(its depth is unknown)"));

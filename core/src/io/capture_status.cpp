@@ -32,7 +32,7 @@ std::optional<json> loadRecord(const std::filesystem::path& path, Diagnostics& o
     std::error_code ec;
     if (!std::filesystem::is_regular_file(path, ec) ||
         std::filesystem::file_size(path, ec) > kMaxRecordBytes || ec) {
-        out.push_back(makeError("bad-status-record", path.string(),
+        out.push_back(makeError(DiagnosticCode::BadStatusRecord, path.string(),
                                 "is not a regular file of at most 1 MiB"));
         return std::nullopt;
     }
@@ -44,7 +44,8 @@ std::optional<json> loadRecord(const std::filesystem::path& path, Diagnostics& o
         }
     } catch (const json::exception&) {
     }
-    out.push_back(makeError("bad-status-record", path.string(), "is not a JSON object"));
+    out.push_back(
+        makeError(DiagnosticCode::BadStatusRecord, path.string(), "is not a JSON object"));
     return std::nullopt;
 }
 
@@ -100,12 +101,12 @@ void addRecord(const std::filesystem::path& path, int rankFromName, CaptureStatu
     const auto id = field<std::string>(*j, "capture_id");
     if (field<std::string>(*j, "record") != "rank-status" || !rank || !world || !id ||
         *rank != rankFromName || *world < 1 || *world > kMaxWorldSize || *rank >= *world) {
-        out.push_back(makeError("bad-status-record", path.string(),
+        out.push_back(makeError(DiagnosticCode::BadStatusRecord, path.string(),
                                 "lacks a valid record kind, rank, world_size or capture_id"));
         return;
     }
     if (!captureId.empty() && (*id != captureId || *world != status.worldSize)) {
-        out.push_back(makeError("mixed-captures", path.string(),
+        out.push_back(makeError(DiagnosticCode::MixedCaptures, path.string(),
                                 "rank " + std::to_string(*rank) +
                                     "'s status record is from another capture than rank " +
                                     std::to_string(status.ranks.begin()->first) +
@@ -222,13 +223,17 @@ std::optional<CaptureStatus> readCaptureStatus(const std::filesystem::path& dir,
 
 void describeUnfinishedCapture(const std::filesystem::path& dir, const CaptureStatus& status,
                                Severity severity, Diagnostics& out) {
-    const auto make = severity == Severity::Error ? makeError : makeWarning;
+    const auto make = [severity](DiagnosticCode code, std::string location, std::string message) {
+        return severity == Severity::Error
+                   ? makeError(code, std::move(location), std::move(message))
+                   : makeWarning(code, std::move(location), std::move(message));
+    };
     const bool allClosed =
         static_cast<int>(status.ranks.size()) == status.worldSize &&
         std::all_of(status.ranks.begin(), status.ranks.end(),
                     [](const auto& item) { return item.second.state == "closed"; });
     if (allClosed) {
-        out.push_back(make("incomplete-capture", (dir / "manifest.json").string(),
+        out.push_back(make(DiagnosticCode::IncompleteCapture, (dir / "manifest.json").string(),
                            "incomplete: every rank closed its file but manifest.json was never "
                            "written (the job stopped inside tracer.close())"));
     }
@@ -237,14 +242,14 @@ void describeUnfinishedCapture(const std::filesystem::path& dir, const CaptureSt
         const auto loc =
             "rank " + std::to_string(rank) + " (" + (dir / rankFileName(rank)).string() + ")";
         if (it == status.ranks.end()) {
-            out.push_back(make("incomplete-capture", loc,
+            out.push_back(make(DiagnosticCode::IncompleteCapture, loc,
                                "incomplete: rank " + std::to_string(rank) +
                                    " left no status record (it never started capturing)"));
             continue;
         }
         const auto& r = it->second;
         if (r.state != "closed") {
-            out.push_back(make("incomplete-capture", loc, rankStopped(rank, r)));
+            out.push_back(make(DiagnosticCode::IncompleteCapture, loc, rankStopped(rank, r)));
         }
     }
 }
@@ -274,7 +279,7 @@ Diagnostics describeUsablePart(const std::filesystem::path& dir, const ProgressF
     }
     message += "; " + std::to_string(partial.leftOutTensors) +
                " tensors of unfinished steps left out; `ttrace diff --partial` compares them";
-    out.push_back(makeWarning("usable-part", dir.string(), message));
+    out.push_back(makeWarning(DiagnosticCode::UsablePart, dir.string(), message));
     return out;
 }
 
@@ -283,7 +288,8 @@ PartialBundle openPartialBundle(const std::filesystem::path& dir, const Progress
     auto& result = partial.opened;
     const auto status = readCaptureStatus(dir, result.diagnostics);
     if (!status) {
-        result.diagnostics.push_back(makeError("missing-manifest", (dir / "manifest.json").string(),
+        result.diagnostics.push_back(makeError(DiagnosticCode::MissingManifest,
+                                               (dir / "manifest.json").string(),
                                                "manifest.json and status records are missing; "
                                                "is this a trace bundle?"));
         return partial;

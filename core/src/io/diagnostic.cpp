@@ -21,12 +21,12 @@ bool hasErrors(const Diagnostics& diagnostics) {
                        [](const Diagnostic& d) { return d.severity == Severity::Error; });
 }
 
-Diagnostic makeError(std::string code, std::string location, std::string message) {
-    return {Severity::Error, std::move(code), std::move(location), std::move(message)};
+Diagnostic makeError(DiagnosticCodeValue code, std::string location, std::string message) {
+    return {Severity::Error, code, std::move(location), std::move(message)};
 }
 
-Diagnostic makeWarning(std::string code, std::string location, std::string message) {
-    return {Severity::Warning, std::move(code), std::move(location), std::move(message)};
+Diagnostic makeWarning(DiagnosticCodeValue code, std::string location, std::string message) {
+    return {Severity::Warning, code, std::move(location), std::move(message)};
 }
 
 } // namespace ttrace

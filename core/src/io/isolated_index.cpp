@@ -29,8 +29,8 @@ std::string secondsText(std::chrono::milliseconds ms) {
     return buf;
 }
 
-IsolatedIndex failure(std::string code, std::string message) {
-    return {std::nullopt, std::move(code), std::move(message)};
+IsolatedIndex failure(DiagnosticCode code, std::string message) {
+    return {std::nullopt, code, std::move(message)};
 }
 
 } // namespace
@@ -77,35 +77,37 @@ IsolatedIndex indexInChild(const std::filesystem::path& file, std::int64_t fileB
     using Outcome = ChildResult::Outcome;
     switch (run.outcome) {
     case Outcome::SpawnFailed:
-        return failure("index-helper-missing",
+        return failure(DiagnosticCode::IndexHelperMissing,
                        run.error + " (the rank-file indexer ttrace-index is installed next to "
                                    "ttrace; TTRACE_INDEX_HELPER names another)");
     case Outcome::Signalled:
-        return failure("index-crashed", "libhdf5 crashed reading " + name +
-                                            ": exited with signal " + std::to_string(run.status) +
-                                            " (" + strsignal(run.status) +
-                                            "); the file's metadata is corrupt");
+        return failure(DiagnosticCode::IndexCrashed,
+                       "libhdf5 crashed reading " + name + ": exited with signal " +
+                           std::to_string(run.status) + " (" + strsignal(run.status) +
+                           "); the file's metadata is corrupt");
     case Outcome::TimedOut:
-        return failure("index-timeout",
+        return failure(DiagnosticCode::IndexTimeout,
                        "libhdf5 timed out reading " + name + " (no answer in " +
                            secondsText(timeout) +
                            " s, TTRACE_INDEX_TIMEOUT_S); the file's metadata is corrupt");
     case Outcome::TooMuchOutput:
-        return failure("index-failed",
+        return failure(DiagnosticCode::IndexFailed,
                        "indexing " + name + " produced more output than the file can describe");
     case Outcome::Exited: break;
     }
     if (run.status != 0) {
-        return failure("index-failed", "libhdf5 failed reading " + name +
-                                           ": the indexer exited with status " +
-                                           std::to_string(run.status));
+        return failure(DiagnosticCode::IndexFailed, "libhdf5 failed reading " + name +
+                                                        ": the indexer exited with status " +
+                                                        std::to_string(run.status));
     }
     std::string why;
     auto facts = decodeRankFacts(run.output, why);
     if (!facts) {
-        return failure("index-failed", "indexing " + name + " failed: " + why);
+        return failure(DiagnosticCode::IndexFailed, "indexing " + name + " failed: " + why);
     }
-    return {std::move(facts), {}, {}};
+    IsolatedIndex out;
+    out.facts = std::move(facts);
+    return out;
 }
 
 IsolatedIndex indexReusingCache(const std::filesystem::path& file, std::int64_t fileBytes) {
@@ -113,7 +115,9 @@ IsolatedIndex indexReusingCache(const std::filesystem::path& file, std::int64_t 
     const auto stamp = stampOf(file);
     if (stamp) {
         if (auto facts = cachedRankFacts(file, *stamp, helper)) {
-            return {std::move(facts), {}, {}};
+            IsolatedIndex out;
+            out.facts = std::move(facts);
+            return out;
         }
     }
     auto run = indexInChild(file, fileBytes);

@@ -3,6 +3,7 @@
 // loops on some corrupt metadata, which no check in the tool can prevent in-process. The child
 // parses the file; the tool gets plain facts back, or a typed error naming the file.
 #include "io/rank_facts.h"
+#include "ttrace/diagnostic_code.h"
 
 #include <chrono>
 #include <filesystem>
@@ -13,8 +14,8 @@ namespace ttrace {
 
 struct IsolatedIndex {
     std::optional<RankFacts> facts;
-    std::string code;    // diagnostic code when there are no facts (index-crashed, ...)
-    std::string message; // what happened, naming the file
+    DiagnosticCodeValue code = DiagnosticCode::IndexFailed; // when there are no facts
+    std::string message;                                    // what happened, naming the file
 };
 
 // The helper: $TTRACE_INDEX_HELPER, else ttrace-index next to the running program.

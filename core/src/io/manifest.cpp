@@ -39,34 +39,35 @@ using nlohmann::json;
 std::optional<json> parseManifestFile(const std::filesystem::path& bundleDir, Diagnostics& out) {
     const auto path = bundleDir / "manifest.json";
     if (fileKind(bundleDir) != FileKind::Directory) {
-        out.push_back(makeError("not-a-bundle", bundleDir.string(),
+        out.push_back(makeError(DiagnosticCode::NotABundle, bundleDir.string(),
                                 "is not a directory (a bundle is a directory holding "
                                 "manifest.json and rank-NNNNN.h5 files)"));
         return std::nullopt;
     }
     if (const auto kind = fileKind(path); kind == FileKind::Missing) {
-        out.push_back(makeError("missing-manifest", path.string(),
+        out.push_back(makeError(DiagnosticCode::MissingManifest, path.string(),
                                 "manifest.json is missing or unreadable; is this a trace bundle?"));
         return std::nullopt;
     }
     const auto file = readSmallFile(path, kMaxManifestBytes);
     if (!file.error.empty()) {
         const bool regular = fileKind(path) == FileKind::Regular;
-        out.push_back(makeError(regular ? "missing-manifest" : "not-regular-file", path.string(),
-                                "manifest.json " + file.error));
+        out.push_back(
+            makeError(regular ? DiagnosticCode::MissingManifest : DiagnosticCode::NotRegularFile,
+                      path.string(), "manifest.json " + file.error));
         return std::nullopt;
     }
     try {
         auto root = json::parse(file.text);
         if (!root.is_object()) {
             out.push_back(
-                makeError("bad-manifest", path.string(),
+                makeError(DiagnosticCode::BadManifest, path.string(),
                           "manifest.json is " + describeJson(root) + ", not a JSON object"));
             return std::nullopt;
         }
         return root;
     } catch (const json::exception& e) {
-        out.push_back(makeError("bad-manifest", path.string(),
+        out.push_back(makeError(DiagnosticCode::BadManifest, path.string(),
                                 "manifest.json is not valid JSON (" + std::string(e.what()) + ")"));
         return std::nullopt;
     }
@@ -125,12 +126,12 @@ std::optional<Manifest> readTopFields(const json& root, const std::string& where
         return std::nullopt;
     }
     if (*format != "ttrace-bundle") {
-        out.push_back(makeError("bad-format", where,
+        out.push_back(makeError(DiagnosticCode::BadFormat, where,
                                 "format is '" + *format + "', expected 'ttrace-bundle'"));
         return std::nullopt;
     }
     if (!isReadableFormatVersion(*version)) {
-        out.push_back(makeError("unknown-version", where,
+        out.push_back(makeError(DiagnosticCode::UnknownVersion, where,
                                 "format_version " + std::to_string(*version) +
                                     " is not supported (this reader understands format_version " +
                                     std::to_string(kOldestFormatVersion) + " to " +
@@ -162,7 +163,7 @@ void readModules(const json& root, const std::string& where, Manifest& m, Diagno
         return;
     }
     if (!root["modules"].is_array()) {
-        out.push_back(makeError("manifest-field", where,
+        out.push_back(makeError(DiagnosticCode::ManifestField, where,
                                 "field 'modules' must be a list of modules, not " +
                                     describeJson(root["modules"])));
         return;
@@ -287,7 +288,7 @@ void reportMissingRanks(const std::set<int>& seen, const Manifest& m, const std:
     }
     const std::string more =
         count > missing.size() ? " and " + std::to_string(count - missing.size()) + " more" : "";
-    out.push_back(makeError("missing-rank", where,
+    out.push_back(makeError(DiagnosticCode::MissingRank, where,
                             (count == 1 ? "rank " : "ranks ") + list + more + " of world_size " +
                                 std::to_string(m.worldSize) + (count == 1 ? " is" : " are") +
                                 " not listed in ranks"));
@@ -295,7 +296,8 @@ void reportMissingRanks(const std::set<int>& seen, const Manifest& m, const std:
 
 bool readRanks(const json& root, const std::string& where, Manifest& m, Diagnostics& out) {
     if (!root.contains("ranks") || !root["ranks"].is_array()) {
-        out.push_back(makeError("manifest-field", where, "missing field 'ranks' (an array)"));
+        out.push_back(
+            makeError(DiagnosticCode::ManifestField, where, "missing field 'ranks' (an array)"));
         return false;
     }
     std::set<int> seen;
@@ -307,7 +309,7 @@ bool readRanks(const json& root, const std::string& where, Manifest& m, Diagnost
             continue;
         }
         if (const auto problem = rankEntryProblem(*e, m, seen); !problem.empty()) {
-            out.push_back(makeError("manifest-field", loc, problem));
+            out.push_back(makeError(DiagnosticCode::ManifestField, loc, problem));
             continue;
         }
         seen.insert(e->rank);
@@ -330,11 +332,12 @@ std::optional<Manifest> readManifest(const std::filesystem::path& bundleDir, Dia
         return std::nullopt;
     }
     if (m->role != "reference" && m->role != "candidate") {
-        out.push_back(makeError("manifest-field", where,
+        out.push_back(makeError(DiagnosticCode::ManifestField, where,
                                 "role is '" + m->role + "', expected 'reference' or 'candidate'"));
     }
     if (m->variants.empty() || m->variants.front() != "nominal") {
-        out.push_back(makeError("manifest-field", where, "variants must start with 'nominal'"));
+        out.push_back(
+            makeError(DiagnosticCode::ManifestField, where, "variants must start with 'nominal'"));
     }
     // Checked before the rank list: an implausible world_size is reported once, not as
     // billions of missing ranks.

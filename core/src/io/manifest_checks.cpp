@@ -15,7 +15,7 @@ void checkDepths(const Manifest& m, const std::string& where, Diagnostics& out) 
     for (const auto& mod : m.modules) {
         if (mod.depth < 0 || mod.depth > kMaxModuleDepth) {
             // The forward tolerance grows with depth: trusting 100000 would hide every bug.
-            out.push_back(makeError("implausible-depth", where,
+            out.push_back(makeError(DiagnosticCode::ImplausibleDepth, where,
                                     "module '" + mod.name + "' claims depth " +
                                         std::to_string(mod.depth) + "; depths lie in [0, " +
                                         std::to_string(kMaxModuleDepth) + "]"));
@@ -35,7 +35,7 @@ bool checkParallelProduct(const Manifest& m, const std::string& where, Diagnosti
         }
     }
     if (product != m.worldSize) {
-        out.push_back(makeError("parallel-mismatch", where,
+        out.push_back(makeError(DiagnosticCode::ParallelMismatch, where,
                                 "tp*pp*dp*cp = " + std::to_string(product) +
                                     " does not equal world_size " + std::to_string(m.worldSize)));
         return false;
@@ -51,7 +51,7 @@ void checkCoords(const Manifest& m, const std::string& where, Diagnostics& out) 
             {"tp", c.tp}, {"pp", c.pp}, {"dp", c.dp}, {"cp", c.cp}, {"ep", c.ep}};
         for (const auto& [name, value] : coords) {
             if (value >= sizeOf(m, name)) {
-                out.push_back(makeError("coords-mismatch", where,
+                out.push_back(makeError(DiagnosticCode::CoordsMismatch, where,
                                         "rank " + std::to_string(e.rank) + " has " + name +
                                             " coordinate " + std::to_string(value) + ", but the " +
                                             name + " size is " + std::to_string(sizeOf(m, name))));
@@ -60,7 +60,7 @@ void checkCoords(const Manifest& m, const std::string& where, Diagnostics& out) 
         }
         const auto [it, fresh] = owner.emplace(std::tuple(c.tp, c.pp, c.dp, c.cp), e.rank);
         if (!fresh) {
-            out.push_back(makeError("coords-mismatch", where,
+            out.push_back(makeError(DiagnosticCode::CoordsMismatch, where,
                                     "rank " + std::to_string(e.rank) + " and rank " +
                                         std::to_string(it->second) +
                                         " have the same coordinates (" + c.toString() + ")"));
@@ -75,7 +75,7 @@ bool checkWorldSize(const Manifest& m, const std::string& where, Diagnostics& ou
     if (m.worldSize >= 1 && m.worldSize <= kMaxWorldSize) {
         return true;
     }
-    out.push_back(makeError("implausible-world-size", where,
+    out.push_back(makeError(DiagnosticCode::ImplausibleWorldSize, where,
                             "world_size " + std::to_string(m.worldSize) + " is outside [1, " +
                                 std::to_string(kMaxWorldSize) +
                                 "]; the manifest is damaged or not a capture's"));

@@ -51,7 +51,7 @@ std::vector<ClipStep> readClippingSection(const nlohmann::json& root, const std:
         }
     }
     if (!listed || (steps.empty() && !section.at("steps").empty())) {
-        out.push_back(makeWarning("manifest-gradient-clipping", where,
+        out.push_back(makeWarning(DiagnosticCode::ManifestGradientClipping, where,
                                   "gradient_clipping needs a list 'steps' of objects with an "
                                   "integer 'iteration' and finite numbers 'total_norm', "
                                   "'max_norm' > 0 and 'coefficient'; clipped steps are compared "

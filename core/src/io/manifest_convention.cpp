@@ -18,7 +18,7 @@ readConventionSection(const nlohmann::json& root, const std::string& where, Diag
                     s.at("divide_factor").get<double>() > 0.0 && s.contains("source") &&
                     s.at("source").is_string();
     if (!ok) {
-        out.push_back(makeWarning("manifest-gradient-convention", where,
+        out.push_back(makeWarning(DiagnosticCode::ManifestGradientConvention, where,
                                   "gradient_convention needs a string 'reduction', a number "
                                   "'divide_factor' > 0 and a string 'source'; reports leave the "
                                   "job's convention unnamed"));

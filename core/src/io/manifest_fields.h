@@ -44,7 +44,7 @@ public:
     // An integer field in [lo, hi] (when present); outside it is an error naming the field.
     std::int64_t bounded(const char* key, std::int64_t fallback, std::int64_t lo, std::int64_t hi);
 
-    void fail(const std::string& message, const char* code = "manifest-field") {
+    void fail(const std::string& message, DiagnosticCode code = DiagnosticCode::ManifestField) {
         failed_ = true;
         out_.push_back(makeError(code, where_, message));
     }

@@ -125,11 +125,11 @@ std::optional<OptimizerConfig> readOptimizerSection(const json& root, const std:
     try {
         return readSection(section);
     } catch (const SectionError& e) {
-        out.push_back(makeWarning("manifest-optimizer", where,
+        out.push_back(makeWarning(DiagnosticCode::ManifestOptimizer, where,
                                   std::string(e.what()) +
                                       "; optimizer-step tolerances ignore the optimizer"));
     } catch (const json::exception& e) {
-        out.push_back(makeWarning("manifest-optimizer", where,
+        out.push_back(makeWarning(DiagnosticCode::ManifestOptimizer, where,
                                   "optimizer section unreadable (" + std::string(e.what()) +
                                       "); optimizer-step tolerances ignore the optimizer"));
     }

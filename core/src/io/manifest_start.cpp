@@ -13,7 +13,7 @@ std::optional<RunStart> readStartSection(const nlohmann::json& root, const std::
                             j.contains("metadata_sha256") && j.at("metadata_sha256").is_string() &&
                             (!j.contains("checkpoint") || j.at("checkpoint").is_string());
     if (!wellFormed) {
-        out.push_back(makeWarning("manifest-start", where,
+        out.push_back(makeWarning(DiagnosticCode::ManifestStart, where,
                                   "the 'start' section is malformed (it needs 'kind', an "
                                   "integer 'step' and 'metadata_sha256'); the run is read as "
                                   "a fresh start"));

@@ -79,7 +79,7 @@ std::optional<PlacementAttributes> entryAttributes(const json& e, bool isScalar,
 std::optional<std::vector<PlacementAlternative>>
 parsePlacementAlternatives(const std::string& text, const Shape& localShape, bool isScalar,
                            PlacementSource source, PlacementProblem& problem) {
-    problem.code = "bad-placement";
+    problem.code = DiagnosticCode::BadPlacement;
     const auto doc = json::parse(text, nullptr, false);
     if (doc.is_discarded() || !doc.is_array()) {
         problem.message = "attribute 'placement_alternatives' is not a JSON array";

@@ -55,16 +55,17 @@ NativeType nativeFor(DType dtype) {
 // "missing" when absent, "bad-attribute" when present but not one value of the right kind.
 DatasetProblem attributeProblem(const Attrs& attrs, const char* name, const char* kind) {
     if (factHas(attrs, name)) {
-        return {"bad-attribute", "attribute '" + std::string(name) + "' is not a single " + kind};
+        return {DiagnosticCode::BadAttribute,
+                "attribute '" + std::string(name) + "' is not a single " + kind};
     }
-    return {"missing-attribute", "attribute '" + std::string(name) + "' is missing"};
+    return {DiagnosticCode::MissingAttribute, "attribute '" + std::string(name) + "' is missing"};
 }
 
 std::optional<Placement> readPlacement(const Attrs& attrs, const Shape& localShape, bool isScalar,
                                        PlacementProblem& problem) {
     PlacementAttributes a;
     a.isScalar = isScalar;
-    problem.code = "bad-placement";
+    problem.code = DiagnosticCode::BadPlacement;
     const auto globalShape = factInts(attrs, "global_shape");
     const auto kind = factText(attrs, "placement");
     const auto combine = factText(attrs, "combine");
@@ -104,11 +105,11 @@ std::optional<DType> readDType(const DatasetFacts& d, DatasetProblem& problem) {
     }
     const auto dtype = parseDType(*name);
     if (!dtype) {
-        problem = {"unknown-dtype", "unknown dtype '" + *name + "'"};
+        problem = {DiagnosticCode::UnknownDtype, "unknown dtype '" + *name + "'"};
         return std::nullopt;
     }
     if (!storageMatches(d, *dtype)) {
-        problem = {"storage-mismatch",
+        problem = {DiagnosticCode::StorageMismatch,
                    "HDF5 storage type does not match dtype '" + *name +
                        "' (the format stores it as " +
                        (isFloating(*dtype) && dtypeSize(*dtype) < 4 ? "unsigned " : "") +
@@ -147,7 +148,7 @@ std::optional<TensorId> readIdentity(const Attrs& attrs, DatasetProblem& problem
     }
     const auto parsedKind = parseTensorKind(*kind);
     if (!parsedKind) {
-        problem = {"unknown-kind", "unknown tensor kind '" + *kind + "'"};
+        problem = {DiagnosticCode::UnknownKind, "unknown tensor kind '" + *kind + "'"};
         return std::nullopt;
     }
     id.kind = *parsedKind;
@@ -160,7 +161,7 @@ std::optional<TensorId> readIdentity(const Attrs& attrs, DatasetProblem& problem
 std::optional<Shape> readStoredShape(const DatasetFacts& d, DType dtype, std::int64_t fileBytes,
                                      DatasetProblem& problem) {
     if (d.ndims < 0 || d.ndims > 32) {
-        problem = {"bad-shape", "dataset has an unsupported number of dimensions"};
+        problem = {DiagnosticCode::BadShape, "dataset has an unsupported number of dimensions"};
         return std::nullopt;
     }
     Shape shape;
@@ -172,11 +173,12 @@ std::optional<Shape> readStoredShape(const DatasetFacts& d, DType dtype, std::in
                     : checkedMul(*bytes, static_cast<std::int64_t>(n));
     }
     if (!bytes) {
-        problem = {"bad-shape", "dataset shape " + shapeToString(shape) + " is implausibly large"};
+        problem = {DiagnosticCode::BadShape,
+                   "dataset shape " + shapeToString(shape) + " is implausibly large"};
         return std::nullopt;
     }
     if (auto why = storageProblem(d, *bytes, fileBytes)) {
-        problem = {"short-data", *why};
+        problem = {DiagnosticCode::ShortData, *why};
         return std::nullopt;
     }
     return shape;
@@ -195,7 +197,7 @@ std::optional<std::int64_t> rawOffset(const DatasetFacts& d, DType dtype) {
 std::optional<IndexedShard> shardFromFacts(const DatasetFacts& facts, int rank,
                                            std::int64_t fileBytes, DatasetProblem& problem) {
     if (!facts.opened) {
-        problem = {"unreadable-dataset", "cannot open dataset: " + facts.openError};
+        problem = {DiagnosticCode::UnreadableDataset, "cannot open dataset: " + facts.openError};
         return std::nullopt;
     }
     const auto dtype = readDType(facts, problem);

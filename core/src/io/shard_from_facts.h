@@ -3,6 +3,7 @@
 // run on the open HDF5 dataset: dtype against storage type, identity, stored shape against the
 // bytes really in the file, placement.
 #include "io/rank_facts.h"
+#include "ttrace/diagnostic_code.h"
 #include "ttrace/shard.h"
 #include "ttrace/tensor_id.h"
 
@@ -18,7 +19,7 @@ struct IndexedShard {
 
 // A diagnostic about one dataset: its code and message (the location is added by the caller).
 struct DatasetProblem {
-    std::string code;
+    DiagnosticCodeValue code = DiagnosticCode::InternalError; // set with the message
     std::string message;
 };
 

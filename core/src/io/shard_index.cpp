@@ -40,37 +40,38 @@ hid_t memoryTypeFor(DType dtype) {
 
 namespace {
 
-const char* integrityCode(IntegrityFailure kind) {
+DiagnosticCode integrityCode(IntegrityFailure kind) {
     switch (kind) {
-    case IntegrityFailure::Unreadable: return "unreadable-file";
-    case IntegrityFailure::WrongSize: return "truncated-file";
-    case IntegrityFailure::WrongCrc: return "damaged-file";
+    case IntegrityFailure::Unreadable: return DiagnosticCode::UnreadableFile;
+    case IntegrityFailure::WrongSize: return DiagnosticCode::TruncatedFile;
+    case IntegrityFailure::WrongCrc: return DiagnosticCode::DamagedFile;
     }
-    return "damaged-file";
+    return DiagnosticCode::DamagedFile;
 }
 
 // Before HDF5 parses anything: the file exists, is HDF5 and has the recorded size and CRC-32.
 bool fileLooksIntact(const std::filesystem::path& file, const Manifest& manifest,
                      const RankEntry& entry, const std::string& loc, Diagnostics& out) {
     if (const auto kind = fileKind(file); kind == FileKind::Missing) {
-        out.push_back(makeError("missing-rank-file", loc,
+        out.push_back(makeError(DiagnosticCode::MissingRankFile, loc,
                                 "rank " + std::to_string(entry.rank) + ": " + entry.file +
                                     " is missing (the manifest lists " +
                                     std::to_string(manifest.worldSize) + " ranks)"));
         return false;
     } else if (kind != FileKind::Regular) {
         // Checked before anything opens it: reading a FIFO blocks forever.
-        out.push_back(makeError("not-regular-file", loc,
+        out.push_back(makeError(DiagnosticCode::NotRegularFile, loc,
                                 "rank " + std::to_string(entry.rank) + ": " + entry.file + " is " +
                                     fileKindName(kind) + ", not a regular file"));
         return false;
     }
     switch (h5::checkSignature(file.string())) {
     case h5::SignatureCheck::Unreadable:
-        out.push_back(makeError("unreadable-file", loc, entry.file + " cannot be read"));
+        out.push_back(
+            makeError(DiagnosticCode::UnreadableFile, loc, entry.file + " cannot be read"));
         return false;
     case h5::SignatureCheck::NotHdf5:
-        out.push_back(makeError("not-hdf5", loc, entry.file + " is not an HDF5 file"));
+        out.push_back(makeError(DiagnosticCode::NotHdf5, loc, entry.file + " is not an HDF5 file"));
         return false;
     case h5::SignatureCheck::IsHdf5: break;
     }
@@ -92,7 +93,7 @@ void checkRootCoords(const std::vector<AttrFact>& root, const RankEntry& entry,
     for (const auto& [name, value] : coords) {
         const auto fileValue = factInt(root, name);
         if (fileValue && *fileValue != value) {
-            out.push_back(makeError("coords-mismatch", loc,
+            out.push_back(makeError(DiagnosticCode::CoordsMismatch, loc,
                                     "rank " + std::to_string(entry.rank) + ": the file says " +
                                         (name + 6) + " " + std::to_string(*fileValue) +
                                         ", the manifest " + std::to_string(value)));
@@ -106,21 +107,21 @@ void checkRootIdentity(const std::vector<AttrFact>& root, const Manifest& manife
                        const RankEntry& entry, const std::string& loc, Diagnostics& out) {
     const auto rank = factInt(root, "rank").value_or(-1);
     if (rank != entry.rank) {
-        out.push_back(makeError("rank-attr-mismatch", loc,
+        out.push_back(makeError(DiagnosticCode::RankAttrMismatch, loc,
                                 "the file says rank " + std::to_string(rank) +
                                     " but the manifest lists it as rank " +
                                     std::to_string(entry.rank)));
     }
     const auto worldSize = factInt(root, "world_size").value_or(-1);
     if (worldSize != manifest.worldSize) {
-        out.push_back(makeError("rank-attr-mismatch", loc,
+        out.push_back(makeError(DiagnosticCode::RankAttrMismatch, loc,
                                 "the file says world_size " + std::to_string(worldSize) +
                                     ", the manifest " + std::to_string(manifest.worldSize)));
     }
     const auto role = factText(root, "role").value_or("");
     if (role != manifest.role) {
         out.push_back(
-            makeError("rank-attr-mismatch", loc,
+            makeError(DiagnosticCode::RankAttrMismatch, loc,
                       "the file says role '" + role + "', the manifest '" + manifest.role + "'"));
     }
 
@@ -134,12 +135,13 @@ bool rootMatches(const std::vector<AttrFact>& root, const Manifest& manifest,
     const auto format = factText(root, "format");
     const auto version = factInt(root, "format_version");
     if (format.value_or("") != "ttrace-bundle") {
-        out.push_back(makeError("bad-format", loc, "root attribute format is not 'ttrace-bundle'"));
+        out.push_back(makeError(DiagnosticCode::BadFormat, loc,
+                                "root attribute format is not 'ttrace-bundle'"));
         return false;
     }
     // A rank file is written with its manifest: their versions agree.
     if (version.value_or(-1) != manifest.formatVersion) {
-        out.push_back(makeError("unknown-version", loc,
+        out.push_back(makeError(DiagnosticCode::UnknownVersion, loc,
                                 "format_version " + std::to_string(version.value_or(-1)) +
                                     " is not supported (expected " +
                                     std::to_string(manifest.formatVersion) + ", as the manifest)"));
@@ -153,12 +155,12 @@ void checkCounts(const RankEntry& entry, const RankFileIndex& index, const std::
                  Diagnostics& out) {
     const auto count = static_cast<std::int64_t>(index.shards.size());
     if (entry.tensors >= 0 && entry.tensors != count) {
-        out.push_back(makeError("tensor-count-mismatch", loc,
+        out.push_back(makeError(DiagnosticCode::TensorCountMismatch, loc,
                                 entry.file + " holds " + std::to_string(count) +
                                     " tensors, the manifest records " +
                                     std::to_string(entry.tensors) + " (incomplete write?)"));
     } else if (entry.bytes >= 0 && entry.bytes != index.bytes) {
-        out.push_back(makeError("byte-count-mismatch", loc,
+        out.push_back(makeError(DiagnosticCode::ByteCountMismatch, loc,
                                 entry.file + " holds " + std::to_string(index.bytes) +
                                     " bytes of tensor data, the manifest records " +
                                     std::to_string(entry.bytes)));
@@ -177,7 +179,7 @@ void dropDuplicates(const std::filesystem::path& file, int rank, RankFileIndex& 
             kept.push_back(std::move(item));
             continue;
         }
-        out.push_back(makeError("duplicate-tensor", where(file, rank, it->second),
+        out.push_back(makeError(DiagnosticCode::DuplicateTensor, where(file, rank, it->second),
                                 "rank " + std::to_string(rank) + " holds tensor " + item.id.path() +
                                     " twice (also as dataset " +
                                     escapeInvalidUtf8(item.shard.datasetPath) + ")"));
@@ -227,7 +229,7 @@ RankFileIndex indexRankFile(const std::filesystem::path& bundleDir, const Manife
     }
     const auto& facts = *isolated.facts;
     if (!facts.opened) {
-        out.push_back(makeError("damaged-file", loc,
+        out.push_back(makeError(DiagnosticCode::DamagedFile, loc,
                                 entry.file + " cannot be opened by HDF5 (" + facts.openError +
                                     "); the file is truncated or damaged, copy it again"));
         return index;
@@ -237,7 +239,7 @@ RankFileIndex indexRankFile(const std::filesystem::path& bundleDir, const Manife
     }
     indexDatasets(file, entry.rank, facts, fileBytes, index, out);
     if (facts.walkFailed) {
-        out.push_back(makeError("damaged-file", loc,
+        out.push_back(makeError(DiagnosticCode::DamagedFile, loc,
                                 "walking the file failed (" + facts.walkError +
                                     "); the file is truncated or damaged"));
     }

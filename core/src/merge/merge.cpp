@@ -160,7 +160,7 @@ void reportConflicts(const ConflictMap& conflicts, Combine combine, const Shape&
             msg << "shards of ranks " << ranks.first << " and " << ranks.second << " overlap at "
                 << c.count << " elements (first at " << multiIndex(c.firstIndex, globalShape)
                 << ") but combine is 'copy', which requires a disjoint split";
-            findings.push_back(makeError("overlap", where, msg.str()));
+            findings.push_back(makeError(DiagnosticCode::Overlap, where, msg.str()));
         } else {
             msg << "replicas on ranks " << ranks.first << " and " << ranks.second << " disagree at "
                 << c.count << " elements (first at " << multiIndex(c.firstIndex, globalShape)
@@ -169,7 +169,7 @@ void reportConflicts(const ConflictMap& conflicts, Combine combine, const Shape&
             // A warning, not an error: the bundle is well-formed and faithfully records that the
             // run's copies differ. That is a finding about the run (a classic silent bug), which
             // diff turns into a verdict; it must not make the bundle unreadable.
-            findings.push_back(makeWarning("replica-disagree", where, msg.str()));
+            findings.push_back(makeWarning(DiagnosticCode::ReplicaDisagree, where, msg.str()));
         }
     }
 }
@@ -215,16 +215,17 @@ std::optional<Diagnostic> shardsProblem(const std::vector<RawShard>& shards,
         const std::string rank = "rank " + std::to_string(s.rank);
         if (s.placement.globalShape != first.placement.globalShape || s.dtype != first.dtype ||
             s.placement.combine != first.placement.combine) {
-            return makeError("shard-mismatch", where,
+            return makeError(DiagnosticCode::ShardMismatch, where,
                              rank + " disagrees with rank " + std::to_string(first.rank) +
                                  " on global_shape, dtype or combine; the shards cannot be merged");
         }
         if (auto problem = checkPlacement(s.placement, s.localShape)) {
-            return makeError("placement-outside", where, rank + ": " + *problem);
+            return makeError(DiagnosticCode::PlacementOutside, where, rank + ": " + *problem);
         }
         if (s.raw.size() !=
             static_cast<std::size_t>(elementCount(s.localShape)) * dtypeSize(first.dtype)) {
-            return makeError("short-data", where, rank + ": data size does not match its shape");
+            return makeError(DiagnosticCode::ShortData, where,
+                             rank + ": data size does not match its shape");
         }
     }
     return std::nullopt;
@@ -238,7 +239,7 @@ Diagnostic holeFinding(const std::vector<std::uint8_t>& covered, const Shape& gl
     for (const auto& s : shards) {
         ranks += (ranks.empty() ? "" : ", ") + std::to_string(s.rank);
     }
-    return makeError("hole", where,
+    return makeError(DiagnosticCode::Hole, where,
                      "hole: " + std::to_string(holes) + " of " + std::to_string(covered.size()) +
                          " elements are covered by no shard (first uncovered index " +
                          multiIndex(first, globalShape) + "; ranks present: " + ranks + ")");
@@ -291,7 +292,7 @@ std::optional<Combine> groupMode(const std::vector<RawShard>& shards,
     case BoxCoverage::Replicas: return Combine::Replica; // identical copies: compare them
     case BoxCoverage::PartialOverlap:
         findings.push_back(makeError(
-            "overlap", where,
+            DiagnosticCode::Overlap, where,
             "shards of ranks " + std::to_string(v.rankA) + " and " + std::to_string(v.rankB) +
                 " overlap at " + std::to_string(v.covered) + " elements, partly (" + v.detail +
                 "): shards must be a disjoint split or identical copies"));
@@ -303,13 +304,13 @@ std::optional<Combine> groupMode(const std::vector<RawShard>& shards,
             return plain;
         }
         findings.push_back(makeError(
-            "hole", where,
+            DiagnosticCode::Hole, where,
             "hole: " + std::to_string(v.total - v.covered) + " of " + std::to_string(v.total) +
                 " elements are covered by no shard (ranks present: " + rankList(shards, members) +
                 ")"));
         return std::nullopt;
     case BoxCoverage::OutOfBounds:
-        findings.push_back(makeError("placement-outside", where, v.detail));
+        findings.push_back(makeError(DiagnosticCode::PlacementOutside, where, v.detail));
         return std::nullopt;
     }
     return std::nullopt;
@@ -321,7 +322,8 @@ MergeResult mergeShards(const TensorId& id, std::vector<RawShard> shards) {
     MergeResult result;
     const std::string where = "tensor " + id.path();
     if (shards.empty()) {
-        result.findings.push_back(makeError("no-shards", where, "no rank holds this tensor"));
+        result.findings.push_back(
+            makeError(DiagnosticCode::NoShards, where, "no rank holds this tensor"));
         return result;
     }
     std::sort(shards.begin(), shards.end(),
@@ -389,8 +391,8 @@ MergeResult mergeTensor(const Bundle& bundle, const TensorId& id) {
     const auto* refs = bundle.shards(id);
     if (!refs) {
         MergeResult missing;
-        missing.findings.push_back(
-            makeError("no-shards", "tensor " + id.path(), "the bundle holds no such tensor"));
+        missing.findings.push_back(makeError(DiagnosticCode::NoShards, "tensor " + id.path(),
+                                             "the bundle holds no such tensor"));
         return missing;
     }
     try {
@@ -411,7 +413,8 @@ MergeResult mergeTensor(const Bundle& bundle, const TensorId& id) {
                 {ref.rank, ref.dtype, ref.localShape, ref.placement, bundle.readShard(ref)});
         } catch (const BundleError& e) {
             MergeResult failed;
-            failed.findings.push_back(makeError("read-failed", "tensor " + id.path(), e.what()));
+            failed.findings.push_back(
+                makeError(DiagnosticCode::ReadFailed, "tensor " + id.path(), e.what()));
             return failed;
         }
     }
@@ -419,7 +422,7 @@ MergeResult mergeTensor(const Bundle& bundle, const TensorId& id) {
         return mergeShards(id, std::move(shards));
     } catch (const std::bad_alloc&) {
         MergeResult failed;
-        failed.findings.push_back(makeError("out-of-memory", "tensor " + id.path(),
+        failed.findings.push_back(makeError(DiagnosticCode::OutOfMemory, "tensor " + id.path(),
                                             "not enough memory to rebuild this tensor of " +
                                                 shapeToString(refs->front().placement.globalShape) +
                                                 " elements"));

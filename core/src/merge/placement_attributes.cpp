@@ -75,7 +75,7 @@ bool readFlat(const PlacementAttributes& a, Placement& p, PlacementProblem& prob
 std::optional<Placement> placementFromAttributes(const PlacementAttributes& a,
                                                  const Shape& localShape,
                                                  PlacementProblem& problem) {
-    problem.code = "bad-placement";
+    problem.code = DiagnosticCode::BadPlacement;
     Placement p;
     p.isScalar = a.isScalar;
     p.globalShape = a.globalShape;
@@ -116,7 +116,8 @@ std::optional<Placement> placementFromAttributes(const PlacementAttributes& a,
         return std::nullopt;
     }
     if (auto why = checkPlacement(p, localShape)) {
-        problem.code = withinGlobalShape(p) ? "bad-placement" : "placement-outside";
+        problem.code =
+            withinGlobalShape(p) ? DiagnosticCode::BadPlacement : DiagnosticCode::PlacementOutside;
         problem.message = "placement " + *why;
         return std::nullopt;
     }

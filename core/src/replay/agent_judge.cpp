@@ -84,7 +84,7 @@ ModuleVerdict AgentJudge::operator()(const Suspect& suspect) const {
     if (!reply) {
         const auto& e = reply.error();
         if (!agentCannotReplay(e.code)) {
-            throw ReplayAbort{makeError(std::string(errorCodeName(e.code)),
+            throw ReplayAbort{makeError(diagnosticCodeFor(e.code),
                                         "agent " + client_.options().endpoint, e.message)};
         }
         v.verdict = Verdict::NotReplayable;

@@ -18,7 +18,7 @@ json toJson(const Diagnostics& ds) {
     json a = json::array();
     for (const auto& d : ds) {
         a.push_back({{"severity", d.severity == Severity::Error ? "error" : "warning"},
-                     {"code", d.code},
+                     {"code", d.code.name()},
                      {"location", d.location},
                      {"message", d.message}});
     }
@@ -49,7 +49,7 @@ json toJson(const TensorJudgement& t) {
             {"max_abs_error", num(t.metrics.maxAbsError)},
             {"cosine", num(t.metrics.cosine)},
             {"tolerance", num(t.tolerance.value)},
-            {"tolerance_source", t.tolerance.source},
+            {"tolerance_source", t.tolerance.source.name()},
             {"floor_samples", samples},
             {"floor_mean", num(t.tolerance.floorMean)},
             {"floor_spread", num(t.tolerance.floorSpread)},

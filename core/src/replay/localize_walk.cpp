@@ -53,7 +53,7 @@ public:
         try {
             out = judge_(s);
         } catch (const ReplayAbort& abort) {
-            if (abort.problem.code == "cancelled") {
+            if (abort.problem.code == DiagnosticCode::Cancelled) {
                 result_.cancelled = true; // the caller's cancel token ended the replay in flight
             } else {
                 result_.problems.push_back(abort.problem);

@@ -58,7 +58,7 @@ TensorJudgement judgeTensor(const TensorId& nominalId, const FullTensor& referen
     if (nominal == replayed.end() || nominal->second.shape != reference.shape) {
         j.status = Status::Invalid;
         j.findings.push_back(
-            makeError("replay-shape", "tensor " + nominalId.path(),
+            makeError(DiagnosticCode::ReplayShape, "tensor " + nominalId.path(),
                       nominal == replayed.end()
                           ? std::string("the replay returned no usable nominal tensor")
                           : "replayed shape " + shapeToString(nominal->second.shape) +
@@ -109,7 +109,8 @@ ReplayJudgement judgeReplay(ReplayReply reply, const ReferenceLookup& reference,
         if (!ref.tensor) {
             j.id = id;
             j.status = Status::Missing;
-            out.problems.push_back(makeError("no-reference-tensor", "tensor " + id.path(),
+            out.problems.push_back(makeError(DiagnosticCode::NoReferenceTensor,
+                                             "tensor " + id.path(),
                                              "the reference bundle cannot provide this tensor"));
         } else {
             auto findings = std::move(j.findings);
@@ -127,7 +128,7 @@ ReplayJudgement judgeReplay(ReplayReply reply, const ReferenceLookup& reference,
     if (out.tensors.empty()) {
         out.judgeable = false;
         out.problems.push_back(
-            makeError("empty-replay", "replay", "the agent returned no tensors"));
+            makeError(DiagnosticCode::EmptyReplay, "replay", "the agent returned no tensors"));
     }
     return out;
 }

@@ -25,12 +25,17 @@ double num(const json& j) {
 
 json toJson(const Diagnostic& d) {
     return {{"severity", d.severity == Severity::Error ? "error" : "warning"},
-            {"code", d.code},
+            {"code", d.code.name()},
             {"location", d.location},
             {"message", d.message}};
 }
 Diagnostic diagnosticFrom(const json& j) {
-    return {j.at("severity") == "error" ? Severity::Error : Severity::Warning, j.at("code"),
+    const auto name = j.at("code").get<std::string>();
+    const auto code = parseDiagnosticCode(name);
+    if (!code) {
+        throw std::runtime_error("unknown diagnostic code '" + name + "'");
+    }
+    return {j.at("severity") == "error" ? Severity::Error : Severity::Warning, *code,
             j.at("location"), j.at("message")};
 }
 json toJson(const Diagnostics& ds) {
@@ -235,7 +240,7 @@ json toJson(const TensorResult& t) {
           {"shards", shards}}},
         {"tolerance_detail",
          {{"value", num(tol.value)},
-          {"source", tol.source},
+          {"source", tol.source.name()},
           {"analytic", num(tol.analytic)},
           {"empirical", tol.empirical ? num(*tol.empirical) : json(nullptr)},
           {"floor_mean", num(tol.floorMean)},
@@ -318,7 +323,12 @@ TensorResult tensorFrom(const json& j) {
     }
     const auto& tol = j.at("tolerance_detail");
     t.tolerance.value = num(tol.at("value"));
-    t.tolerance.source = tol.at("source");
+    const auto source = tol.at("source").get<std::string>();
+    const auto parsed = kToleranceSourceNames.parse(source);
+    if (!parsed) {
+        throw std::runtime_error("unknown tolerance source '" + source + "'");
+    }
+    t.tolerance.source = *parsed;
     t.tolerance.analytic = num(tol.at("analytic"));
     if (!tol.at("empirical").is_null()) {
         t.tolerance.empirical = tol.at("empirical").get<double>();

@@ -205,8 +205,8 @@ std::string diffResultToMarkdown(const DiffResult& r, const MarkdownOptions& opt
         md << "| `" << cell(t.id.label()) << "` | " << tensorVerdictName(t)
            << (t.signatures.empty() ? "" : " (" + cell(t.signatures.front().summary) + ")") << " | "
            << formatNumber(t.metrics.relError) << " | " << formatNumber(t.tolerance.value) << " | "
-           << formatNumber(t.ratio) << " | " << t.tolerance.source << " | " << cell(t.placement)
-           << " |\n";
+           << formatNumber(t.ratio) << " | " << t.tolerance.source.name() << " | "
+           << cell(t.placement) << " |\n";
     }
     appendConditioning(md, r, worstTensors(r, options.worstTensors));
     appendInvalid(md, r);
@@ -215,7 +215,7 @@ std::string diffResultToMarkdown(const DiffResult& r, const MarkdownOptions& opt
         for (const auto& f : t.findings) {
             // Errors, and replicas that disagree: a warning about the bundle but evidence
             // about the run that belongs in a bug report.
-            if (f.severity == Severity::Error || f.code == "replica-disagree") {
+            if (f.severity == Severity::Error || f.code == DiagnosticCode::ReplicaDisagree) {
                 all.push_back(f);
             }
         }

@@ -396,12 +396,12 @@ std::string_view runVerdictName(RunVerdict verdict) {
 
 int exitCodeFor(const DiffResult& result) {
     switch (runVerdict(result)) {
-    case RunVerdict::Clean: return 0;
-    case RunVerdict::Divergent: return 1;
-    case RunVerdict::Invalid: return 2;
-    case RunVerdict::Unresolved: return 3;
+    case RunVerdict::Clean: return exitStatus(ExitCode::Ok);
+    case RunVerdict::Divergent: return exitStatus(ExitCode::Divergent);
+    case RunVerdict::Invalid: return exitStatus(ExitCode::BadInput);
+    case RunVerdict::Unresolved: return exitStatus(ExitCode::Unresolved);
     }
-    return 2;
+    return exitStatus(ExitCode::BadInput);
 }
 
 } // namespace ttrace

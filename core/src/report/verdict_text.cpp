@@ -23,10 +23,10 @@ std::string placed(const Diagnostic& d) {
 
 std::optional<PairRefusal> pairRefusal(const Diagnostics& diagnostics) {
     // The codes of compare/pair_checks.h, in the order that check reports them.
-    static const std::pair<const char*, PairProblem> kCodes[] = {
-        {"same-bundle", PairProblem::SameBundle},
-        {"swapped-roles", PairProblem::SwappedRoles},
-        {"role-mismatch", PairProblem::RoleMismatch},
+    static const std::pair<DiagnosticCode, PairProblem> kCodes[] = {
+        {DiagnosticCode::SameBundle, PairProblem::SameBundle},
+        {DiagnosticCode::SwappedRoles, PairProblem::SwappedRoles},
+        {DiagnosticCode::RoleMismatch, PairProblem::RoleMismatch},
     };
     for (const auto& d : diagnostics) {
         for (const auto& [code, problem] : kCodes) {

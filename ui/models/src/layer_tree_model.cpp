@@ -410,7 +410,7 @@ QVariant LayerTreeModel::cellData(const Node& node, int column, int role) const 
         tip += QCoreApplication::translate("LayerTreeModel",
                                            "ratio %1 = error %2 / tolerance %3 (%4)<br>status %5")
                    .arg(formatRatio(t.ratio), formatScientific(t.metrics.relError),
-                        formatScientific(t.tolerance.value), qstr(t.tolerance.source),
+                        formatScientific(t.tolerance.value), qstr(t.tolerance.source.name()),
                         statusText(t.status));
         if (aggregate) {
             tip +=

@@ -34,7 +34,7 @@ LocalizeResult runLocalize(AgentClient& client, const AgentInfo& agent,
     auto reference = openBundle(request.referenceBundle);
     if (!reference.ok()) {
         result.problems = reference.diagnostics;
-        result.problems.push_back(makeError("bad-reference", request.referenceBundle,
+        result.problems.push_back(makeError(DiagnosticCode::BadReference, request.referenceBundle,
                                             "the reference bundle cannot be opened for judging"));
         return result;
     }
@@ -63,7 +63,7 @@ LocalizeResult runLocalize(AgentClient& client, const AgentInfo& agent,
         // the agent, the user asked for it.
         result.cancelled = true;
         std::erase_if(result.problems, [](const Diagnostic& d) {
-            return d.code == errorCodeName(ErrorCode::Cancelled);
+            return d.code == diagnosticCodeFor(ErrorCode::Cancelled);
         });
     }
     return result;

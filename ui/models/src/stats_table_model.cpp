@@ -52,9 +52,11 @@ std::vector<std::pair<QString, QString>> tensorStatsRows(const TensorResult& t) 
     rows.emplace_back(tr("Status"), qstr(statusName(t.status)));
     rows.emplace_back(tr("Ratio"), formatRatio(t.ratio));
     rows.emplace_back(tr("Relative error"), formatScientific(m.relError));
-    rows.emplace_back(tr("Tolerance"), QStringLiteral("%1 (%2)").arg(
-                                           formatScientific(tol.value),
-                                           tol.source.empty() ? tr("unknown") : qstr(tol.source)));
+    rows.emplace_back(tr("Tolerance"),
+                      QStringLiteral("%1 (%2)").arg(formatScientific(tol.value),
+                                                    tol.source == ToleranceSource::None
+                                                        ? tr("unknown")
+                                                        : qstr(tol.source.name())));
     rows.emplace_back(tr("Analytic bound"), QStringLiteral("%1 = k·C^%2·eps, eps %3")
                                                 .arg(formatScientific(tol.analytic))
                                                 .arg(tol.depth)

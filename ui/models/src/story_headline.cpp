@@ -15,7 +15,7 @@ QString qstr(std::string_view s) {
 
 bool replicasDisagree(const TensorResult& t) {
     return std::any_of(t.findings.begin(), t.findings.end(),
-                       [](const auto& f) { return f.code == "replica-disagree"; });
+                       [](const auto& f) { return f.code == DiagnosticCode::ReplicaDisagree; });
 }
 
 } // namespace

@@ -18,7 +18,9 @@ public:
         if (!seen_.insert(d.toString()).second) {
             return;
         }
-        const Key key{d.severity == Severity::Error ? 0 : 1, d.code, order, module};
+        // By the code's name: groups are listed in name order.
+        const Key key{d.severity == Severity::Error ? 0 : 1, std::string(d.code.name()), order,
+                      module};
         auto& g = groups_[key];
         if (g.items.empty()) {
             g.severity = d.severity;

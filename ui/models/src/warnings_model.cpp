@@ -88,7 +88,7 @@ QVariant WarningsModel::groupData(const WarningGroup& g, int column, int role) c
     switch (role) {
     case Qt::DisplayRole:
         switch (column) {
-        case KindColumn: return qstr(g.code);
+        case KindColumn: return qstr(std::string(g.code.name()));
         case ModuleColumn: return g.module.empty() ? tr("(bundle)") : qstr(g.module);
         case CountColumn: return static_cast<int>(g.items.size());
         default: return {};

@@ -7,6 +7,8 @@
 #include <utility>
 #include <variant>
 
+#include "ttrace/diagnostic_code.h"
+
 namespace ttrace::replay {
 
 enum class ErrorCode {
@@ -54,6 +56,8 @@ Refusal refusalOf(std::string_view wireReason);
 std::string_view errorCodeName(ErrorCode code);
 // The agent's wire code to ours; UnknownAgentError for codes this client does not know.
 ErrorCode agentErrorCode(std::string_view wireCode);
+// The code of the finding that reports a failure: a code of the same name.
+DiagnosticCode diagnosticCodeFor(ErrorCode code);
 
 struct Error {
     ErrorCode code = ErrorCode::BadReply;

@@ -13,7 +13,7 @@ namespace ttrace::ui {
 
 struct WarningGroup {
     Severity severity = Severity::Warning;
-    std::string code;                  // "replica-disagree", "missing-rank-file", ...
+    DiagnosticCodeValue code = DiagnosticCode::InternalError; // set from the first item
     std::string module;                // empty for findings about a bundle or a file
     std::vector<Diagnostic> items;     // in the order found
     std::optional<std::size_t> tensor; // the first tensor with this finding (to select)
