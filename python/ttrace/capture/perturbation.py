@@ -3,11 +3,11 @@
 Variant ``perturbed-k`` re-runs the reference's training step from the same state with the
 output of one module (by default the first captured module with a floating-point output, the
 embedding in a GPT) multiplied elementwise by ``1 + eps * u``: ``eps`` is the machine epsilon
-of that tensor's dtype (or ``relative_scale``), ``u`` is uniform in ``[-1, 1)``, a function of
-``seed_for(seeds[k-1], iteration, micro_batch)`` and of each element's index in the *global*
-tensor (`perturbation_field`), so a distributed reference perturbs each shard by its part of
-the very field a single device would draw. The product is computed in float64 and rounded to
-the tensor's dtype. See docs/capture.md.
+of that tensor's dtype (or ``relative_scale``), ``u`` is uniform in ``[-1, 1)``, drawn in
+float64 for the whole (global) tensor in row-major order from a generator seeded with
+``seed_for(seeds[k-1], iteration, micro_batch)`` (`perturbation_field`): a distributed
+reference keeps each shard's part of the very field a single device draws. The product is
+computed in float64 and rounded to the tensor's dtype. See docs/capture.md.
 """
 
 from __future__ import annotations

@@ -1,16 +1,15 @@
 """The perturbation's random field, the same for every layout.
 
-Element ``i`` (its row-major flat index in the *logical, global* tensor) gets
-``u_i = 2 * (splitmix64(key, i) >> 11) * 2**-53 - 1``, uniform in ``[-1, 1)``. A counter-based
-generator needs no state: a rank computes the values of exactly the elements its shard holds,
-from their global indices (read off the shard's placement), without drawing the rest of the
-tensor. So the shards of a distributed reference, merged, hold bitwise the field a single
-device draws for the whole tensor, whatever the layout (tensor, sequence, context, data
-parallel, replicas and partial sums alike), and no rank ever materializes the global tensor.
-
-SplitMix64 (Steele, Lea, Flood 2014; the seeding generator of java.util.SplittableRandom and
-xoshiro): its n-th output from seed ``s`` is ``mix(s + n * 0x9E3779B97F4A7C15)``; here n is the
-global index plus one. Arithmetic is on numpy uint64 arrays, which wrap modulo 2**64.
+The field of a tensor of global shape ``S`` is the draw a single device has always made:
+``u = 2 * torch.rand(S, generator=torch.Generator().manual_seed(key), dtype=float64) - 1``,
+uniform in ``[-1, 1)``, in the *logical, global* tensor's row-major order. A rank of a
+distributed reference draws the same global field and keeps the elements its shard holds, read
+off the shard's placement by their global flat indices. So the shards of a distributed
+reference, merged, hold bitwise the field a single device draws (tensor, sequence, context,
+data parallel, replicas and partial sums alike), and a single-process reference's variants
+are exactly those of earlier versions: its floors, and every verdict resting on them, stay
+as they were. The cost is one float64 draw of the perturbed output's global size per
+micro-batch and variant on each rank (the embedding output, once per step).
 """
 
 from __future__ import annotations
@@ -19,25 +18,9 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
+import torch
 
 from ttrace.bundle import Placement
-
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
-_MIX2 = np.uint64(0x94D049BB133111EB)
-
-
-def _splitmix64(key: int, index: np.ndarray) -> np.ndarray:
-    z = np.uint64(key) + (index.astype(np.uint64) + np.uint64(1)) * _GOLDEN
-    z = (z ^ (z >> np.uint64(30))) * _MIX1
-    z = (z ^ (z >> np.uint64(27))) * _MIX2
-    return z ^ (z >> np.uint64(31))
-
-
-def uniform_at(key: int, index: np.ndarray) -> np.ndarray:
-    """u in [-1, 1) (float64, 53 random bits) at the given global flat indices."""
-    bits = _splitmix64(key, index) >> np.uint64(11)
-    return bits.astype(np.float64) * (2.0 / 2.0**53) - 1.0
 
 
 def global_indices(placement: Placement, local_shape: Sequence[int]) -> np.ndarray:
@@ -71,4 +54,7 @@ def global_indices(placement: Placement, local_shape: Sequence[int]) -> np.ndarr
 
 def uniform_field(key: int, placement: Placement, local_shape: Sequence[int]) -> np.ndarray:
     """This shard's part of the global field (float64, the local shape)."""
-    return uniform_at(key, global_indices(placement, local_shape))
+    generator = torch.Generator().manual_seed(key)
+    shape = tuple(int(n) for n in placement.global_shape)
+    whole = torch.rand(shape, generator=generator, dtype=torch.float64) * 2 - 1
+    return whole.numpy().reshape(-1)[global_indices(placement, local_shape)]

@@ -117,7 +117,8 @@ class Tracer:
         self.model_name = model_name
         # Where the run started when not from fresh weights: the checkpoint it resumed from
         # (written as the manifest's `start`, docs/bundle-format.md).
-        self.start = dict(start) if start is not None else None
+        # Not `self.start`: that is the implicit-mode method.
+        self.start_point = dict(start) if start is not None else None
         distributed = dist.is_available() and dist.is_initialized()
         self.rank = rank if rank is not None else (dist.get_rank() if distributed else 0)
         self.world_size = (
@@ -538,7 +539,7 @@ class Tracer:
             if self.role == "candidate"
             else None,
             capture_id=self.capture_id,
-            start=self.start,
+            start=self.start_point,
         )
         remove_status_records(self.out_dir, self.world_size)
 
