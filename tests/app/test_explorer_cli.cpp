@@ -37,7 +37,7 @@ private slots:
         QTemporaryDir dir;
         const QString fixtures = qEnvironmentVariable("TTRACE_FIXTURES_DIR");
         QProcess p;
-        p.start(explorer_, {"--screenshot", dir.filePath("shot.png"), fixtures + "/valid",
+        p.start(explorer_, {"--screenshot", dir.filePath("shot.png"), fixtures + "/valid-reference",
                             fixtures + "/broken/missing-rank-file"});
         QVERIFY(p.waitForFinished(120000));
         const QString err = QString::fromUtf8(p.readAllStandardError());

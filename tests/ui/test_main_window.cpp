@@ -30,7 +30,8 @@ private slots:
         ttrace::ui::MainWindow window;
         window.show();
         QSignalSpy finished(&window, &ttrace::ui::MainWindow::loadingFinished);
-        window.openBundles(fixtures + "/roundtrip", fixtures + "/broken/missing-rank-file");
+        // A reference and a copy of its candidate with a rank file missing.
+        window.openBundles(fixtures + "/valid-reference", fixtures + "/broken/missing-rank-file");
         QVERIFY(finished.wait(60000));
         QCOMPARE(finished.front().front().toBool(), false);
         const auto* banner = window.problemsBanner();
