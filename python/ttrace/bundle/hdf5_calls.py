@@ -24,7 +24,11 @@ from pathlib import Path
 
 import h5py
 import numpy as np
-from h5py._objects import phil
+
+try:  # h5py's lock around every HDF5 call; private, so an h5py without it keeps the h5py path
+    from h5py._objects import phil
+except ImportError:  # pragma: no cover - depends on the installed h5py
+    phil = None
 
 _HID = ctypes.c_int64  # hid_t since HDF5 1.10
 _HERR = ctypes.c_int  # herr_t
@@ -64,6 +68,8 @@ class Hdf5Calls:
     def load(cls, probe: h5py.h5s.SpaceID) -> Hdf5Calls | None:
         """The calls on h5py's own HDF5 library, or None where it cannot be found for sure.
         `probe`: a live h5py identifier the library must recognize."""
+        if phil is None:
+            return None
         for path in _loaded_hdf5_libraries():
             try:
                 mode = getattr(os, "RTLD_NOLOAD", 0) | ctypes.RTLD_LOCAL
