@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import ctypes.util
 import errno
 import os
 from collections.abc import Mapping
@@ -51,6 +53,29 @@ TEST_DISK_BYTES_ENV = "TTRACE_TEST_DISK_BYTES"
 # dirty pages back (sync_file_range, without waiting): the disk then works while the writer
 # encodes the next tensors, and the fsync at close waits only for the last few.
 WRITEBACK_BYTES = 8 << 20
+# Python's os module has no sync_file_range: the C library's (Linux), where there is one.
+_SYNC_FILE_RANGE_WRITE = 2
+
+
+def _libc_sync_file_range() -> Any:
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+        fn = libc.sync_file_range
+    except (OSError, AttributeError):
+        return None
+    fn.argtypes = [ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_uint]
+    fn.restype = ctypes.c_int
+    return fn
+
+
+_sync_file_range = _libc_sync_file_range()
+
+
+def start_writeback(fd: int) -> None:
+    """Ask the kernel to start writing `fd`'s dirty pages back, without waiting. Advisory:
+    where the call is missing or refused the fsync at close does all the work."""
+    if _sync_file_range is not None:
+        _sync_file_range(fd, 0, 0, _SYNC_FILE_RANGE_WRITE)
 
 
 def rank_file_name(rank: int) -> str:
@@ -187,8 +212,8 @@ class BundleWriter:
     def _start_writeback(self) -> None:
         """Start writing the file's dirty pages to the disk, without waiting for it."""
         self._writeback_at = self._bytes
-        if self._fd is not None and hasattr(os, "sync_file_range"):
-            os.sync_file_range(self._fd, 0, 0, os.SYNC_FILE_RANGE_WRITE)
+        if self._fd is not None:
+            start_writeback(self._fd)
 
     @staticmethod
     def _encode(
