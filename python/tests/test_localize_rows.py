@@ -204,6 +204,24 @@ def test_second_call_is_replayed_as_its_own_call(
     assert found[("shared", "backward", 0)]["verdict"] == "inherited", text
     assert found[("shared@call1", "backward", 0)]["verdict"] == "introduced", text
     assert rc == 1 and report["guilty"] == ["shared@call1"], text
+    live = {(k, v["verdict"]) for k, v in found.items()}
+    assert job.proc.wait(timeout=120) == 0, job.output()
+    # Relaunched from the bundles alone (`ttrace serve`), each call replays with its own
+    # recorded arguments: the same verdicts as the live job.
+    relaunch = RelaunchJob(tmp_path / "calls-serve", reference, job.bundle, cwd=tmp_path)
+    try:
+        endpoint, _, _ = relaunch.wait_serving()
+        out = tmp_path / "calls-relaunch.json"
+        rc, report, text = localize(
+            reference, job.bundle, endpoint, relaunch.token_file, out,
+            *("--module", "shared", "--module", "shared@call1", "--phase", "backward"),
+            "--shutdown",
+        )  # fmt: skip
+        assert rc == 1 and report["guilty"] == ["shared@call1"], text
+        assert {(k, v["verdict"]) for k, v in verdicts(report).items()} == live, text
+        assert relaunch.proc.wait(timeout=120) == 0, relaunch.output()
+    finally:
+        relaunch.kill()
 
 
 def test_recompute_replayed_or_refused_with_its_reason(

@@ -20,6 +20,7 @@ from typing import Any, NoReturn
 import torch
 import torch.distributed as dist
 
+from ttrace.capture.call_log import called_module
 from ttrace.capture.call_record import decode_template
 from ttrace.capture.call_recorder import CallRecorder
 from ttrace.capture.code_fingerprint import code_changes, code_fingerprint, merge_fingerprints
@@ -98,14 +99,18 @@ def _recorded_calls(tracer: Any, rank_record: dict[str, Any]) -> CallRecorder:
     buffers = _changed_buffers(tracer, rank_record.get("buffers", {}))
     templates = rank_record["templates"]
     for name, calls in rank_record["calls"].items():
-        module = by_name.get(name)
+        owner = called_module(name)
+        module = by_name.get(owner)
         if module is None:
             continue  # hello says: no call of this module was recorded
+        # Call 0 under the module's name, call k under `<module>@call<k>`, as the capture
+        # kept them (bundles from before later calls were recorded hold call 0 only).
+        into = recorder.templates if owner == name else recorder.later_calls
         for iteration, mb, index in calls:
             template = decode_template(templates[index], module)
-            if name in buffers:
-                template.problems.insert(0, buffers[name])
-            recorder.templates.setdefault(name, {})[(int(iteration), int(mb))] = template
+            if owner in buffers:
+                template.problems.insert(0, buffers[owner])
+            into.setdefault(name, {})[(int(iteration), int(mb))] = template
     return recorder
 
 

@@ -18,6 +18,7 @@ the first forward without grad) are filed under the original call's names.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import torch
@@ -29,6 +30,16 @@ RECOMPUTE_SUFFIX = "@recompute"
 def call_name(module_name: str, call: int) -> str:
     """The name call `call` of a module is filed under (call 0: the module's own name)."""
     return module_name if call == 0 else f"{module_name}@call{call}"
+
+
+_LATER_CALL = re.compile(r"^(?P<module>.+)@call(?P<k>[1-9][0-9]*)$")
+
+
+def called_module(name: str) -> str:
+    """The module a call name belongs to (`shared@call1` -> `shared`; a module's own name
+    is call 0's)."""
+    match = _LATER_CALL.match(name)
+    return name if match is None else match.group("module")
 
 
 _GRAPH_TASK_ID = getattr(torch._C, "_current_graph_task_id", None)

@@ -22,6 +22,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from .call_log import called_module
 from .call_record import encode_template
 from .code_fingerprint import code_fingerprint, merge_fingerprints
 from .grad_views import locate_view
@@ -88,9 +89,12 @@ def _rank_record(tracer: Any) -> dict[str, Any]:
     templates: list[dict[str, Any]] = []
     seen: dict[str, int] = {}
     calls: dict[str, list[list[int]]] = {}
-    for name, per_call in tracer.recorder.templates.items():
+    recorder = tracer.recorder
+    # Later calls (`<module>@call<k>`) too: a relaunch replays each call with its own
+    # arguments, and their non-tensor arguments name attributes of the module that runs.
+    for name, per_call in [*recorder.templates.items(), *recorder.later_calls.items()]:
         for (iteration, mb), template in sorted(per_call.items()):
-            encoded = encode_template(template, by_name.get(name))
+            encoded = encode_template(template, by_name.get(called_module(name)))
             text = json.dumps(encoded, sort_keys=True)
             if text not in seen:
                 seen[text] = len(templates)
