@@ -32,7 +32,12 @@ log = logging.getLogger("ttrace.capture")
 
 
 def buffer_digest(t: torch.Tensor) -> str:
-    data = t.detach().to("cpu").contiguous()
+    # A DTensor buffer (torchtitan's rotary table under TP) is digested by this rank's
+    # shard: that is what a relaunch in the same layout builds again, and a tensor
+    # subclass has no bytes of its own to hash.
+    to_local = getattr(t, "to_local", None)
+    local = to_local() if callable(to_local) else t
+    data = local.detach().to("cpu").contiguous()
     raw = data.reshape(-1).view(torch.uint8) if data.numel() else torch.empty(0, dtype=torch.uint8)
     head = f"{data.dtype}{list(data.shape)}".encode()
     return hashlib.sha256(head + raw.numpy().tobytes()).hexdigest()
