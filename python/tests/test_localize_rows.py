@@ -2,7 +2,8 @@
 framework code with no annotation, each candidate kept up after capture as its agent
 (`TTRACE_SERVE=1`) and driven by the real CLI:
 
-- a pipeline hand-off (Megatron-core 0.16.1, PP2, 1F1B): stage 1 consumes a stale
+- a pipeline hand-off (Megatron-core 0.16.1, PP2, 1F1B, and interleaved with two chunks per
+  stage): stage 1 consumes a stale
   activation; the hand-off `decoder.layers.1@handoff` is replayed (what the candidate's
   hand-off did, applied to the reference's value) and named, the next stage's layers fed the
   reference's input are inherited, from the live job and from its bundles relaunched by
@@ -176,6 +177,31 @@ def test_stale_pipeline_activation_is_introduced_at_the_hand_off(
         assert relaunch.proc.wait(timeout=120) == 0, relaunch.output()
     finally:
         relaunch.kill()
+
+
+def test_stale_activation_under_interleaved_chunks_is_introduced_at_each_hand_off(
+    tmp_path: Path, serving: list[ServingCandidate]
+) -> None:
+    """PP2 with two model chunks per stage (VPP): layers 0 and 2 on stage 0, 1 and 3 on
+    stage 1, so three hand-offs per micro-batch cross the stages. Every receive after the
+    first of a step is stale: the hand-offs into stage 1 (`layers.0@handoff` in micro-batch
+    1, `layers.2@handoff` from micro-batch 0 on) are named; the layers after them, fed the
+    reference's input, and the hand-off back to stage 0 pass it on."""
+    layers = ["--layers", "4"]
+    reference = reference_of(tmp_path / "vpp-reference", "tests.megatron.gpt_train", layers)
+    args = [*layers, "--pp", "2", "--vpp", "2", "--bug", "stale_activation"]
+    job = ServingCandidate(tmp_path / "vpp", reference, "tests.megatron.gpt_train", args, 2)
+    serving.append(job)
+    rc, report, text = job.localize(reference, tmp_path / "vpp-walk.json", "--shutdown")
+    print(f"\nvpp stale activation: exit {rc}, {TIMES['vpp-walk']:.1f} s\n{text}")
+    assert rc == 1, text
+    assert set(report["guilty"]) == {"decoder.layers.0@handoff", "decoder.layers.2@handoff"}, text
+    found = verdicts(report)
+    assert found[("decoder.layers.2@handoff", "forward", 0)]["verdict"] == "introduced", text
+    assert found[("decoder.layers.0@handoff", "forward", 1)]["verdict"] == "introduced", text
+    for row in [("decoder.layers.3", "forward", 0), ("decoder.layers.1", "forward", 1)]:
+        assert found[row]["verdict"] == "inherited", text
+    assert found[("decoder.layers.1@handoff", "forward", 1)]["verdict"] == "inherited", text
 
 
 CALLS = "tests.frameworks.repeated_calls"
