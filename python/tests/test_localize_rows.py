@@ -3,8 +3,7 @@ framework code with no annotation, each candidate kept up after capture as its a
 (`TTRACE_SERVE=1`) and driven by the real CLI:
 
 - a pipeline hand-off (Megatron-core 0.16.1, PP2, 1F1B, and interleaved with two chunks per
-  stage): stage 1 consumes a stale
-  activation; the hand-off `decoder.layers.1@handoff` is replayed (what the candidate's
+  stage): stage 1 consumes a stale activation; the hand-off `decoder.layers.1@handoff` is replayed (what the candidate's
   hand-off did, applied to the reference's value) and named, the next stage's layers fed the
   reference's input are inherited, from the live job and from its bundles relaunched by
   `ttrace serve`;
