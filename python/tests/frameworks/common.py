@@ -22,7 +22,7 @@ BUG_SCALE = 1.0 + 1e-3
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", required=True)
-    parser.add_argument("--bug", choices=["none", "scale", "drop"], default="none")
+    parser.add_argument("--bug", choices=["none", "scale", "drop", "forward"], default="none")
     return parser.parse_args()
 
 

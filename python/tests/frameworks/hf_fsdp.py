@@ -9,6 +9,7 @@ from torch.distributed.fsdp import fully_shard
 import ttrace.capture as ttc  # ttrace
 
 from .common import STEPS, finish, global_batch, init, local_rows, parse_args
+from .forward_bugs import scale_output_on_rank_1
 from .hf_model import tiny_llama
 from .reduction_bugs import break_fsdp_reduction
 
@@ -21,7 +22,9 @@ def main() -> None:
         for layer in model.model.layers:
             fully_shard(layer)
         fully_shard(model)
-        if args.bug != "none":
+        if args.bug == "forward":
+            scale_output_on_rank_1(model.model.layers[1].mlp.down_proj)
+        elif args.bug != "none":
             break_fsdp_reduction(model.model.layers[0], args.bug)
     ttc.seeded_init(model, seed=0)  # ttrace
     opt = torch.optim.AdamW(model.parameters(), lr=1e-2)

@@ -27,6 +27,7 @@ from ttrace.capture.module_hooks import flatten, stored_scale
 
 from .call_inference import CallInference
 from .errors import AgentError, ErrorCode
+from .fsdp_units import GatheredUnit, owning_unit
 from .handoff_replay import HandoffReplay
 from .own_capture import OwnTensor
 from .rank_gate import RankGate
@@ -128,12 +129,30 @@ class ModuleReplay:
         gate: RankGate,
     ) -> list[Shard]:
         if module is None or template is None:
-            for _ in range(4 if req.phase == "backward" else 2):
+            for _ in range(5 if req.phase == "backward" else 3):
                 gate.step(lambda: None)
             return []
         device = device_of(module)
         params = unique_params(module)
         tensors = gate.step(lambda: self._prepare(params, template, req, variant, device))
+        unit = GatheredUnit(owning_unit(module, self.ctx.tracer.roots))
+        try:
+            gate.step(unit.gather)
+            return self._run_call(module, template, tensors, params, req, variant, gate)
+        finally:
+            unit.release()
+
+    def _run_call(
+        self,
+        module: nn.Module,
+        template: CallTemplate,
+        tensors: dict[str, torch.Tensor],
+        params: list[nn.Parameter],
+        req: ReplayRequest,
+        variant: str,
+        gate: RankGate,
+    ) -> list[Shard]:
+        device = device_of(module)
         infer = CallInference(
             self.ctx.inference,
             self.ctx.feed.own,

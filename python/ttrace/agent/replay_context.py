@@ -11,6 +11,7 @@ from torch import nn
 
 from ttrace.bundle import TensorKey
 
+from .dtensor_local import local_of
 from .errors import AgentError, ErrorCode
 from .reference_feed import ReferenceFeed
 from .result_placement import ResultPlacement
@@ -49,7 +50,8 @@ class ReplayContext:
                 self.param_key(p, variant, iteration, -1, "parameter"), p.device
             )
             with torch.no_grad():
-                p.copy_(shard.to(p.dtype))
+                local = local_of(p)
+                local.copy_(shard.to(local.dtype))
             p.grad = None
 
     def precision_scope(self, device: torch.device) -> contextlib.AbstractContextManager:

@@ -18,6 +18,7 @@ from torch import nn
 from ttrace.bundle import DType, TensorKey
 from ttrace.capture.optimizer_snapshot import to_host_tree
 
+from .dtensor_local import local_of, shaped_like
 from .errors import AgentError, ErrorCode
 from .own_capture import OwnTensor
 from .rank_gate import RankGate
@@ -98,7 +99,8 @@ class StepReplay:
                     variant, iteration - 1, -1, mname, "optimizer_state", f"{name}.{pname}"
                 )
                 with torch.no_grad():
-                    value.copy_(self.ctx.feed.shard(key, value.device).to(value.dtype))
+                    local = local_of(value)
+                    local.copy_(self.ctx.feed.shard(key, local.device).to(local.dtype))
 
     def _feed_grads(self, params: list[nn.Parameter], variant: str, iteration: int) -> None:
         for p in params:
@@ -110,7 +112,7 @@ class StepReplay:
             grad = self.ctx.feed.shard(key, p.device)
             if hasattr(p, "main_grad"):
                 p.main_grad = grad.clone()
-            p.grad = grad.to(p.dtype)
+            p.grad = shaped_like(p, grad.to(p.dtype))
 
     def _feed_buffer_grad(self, p: nn.Parameter, key: TensorKey, own: OwnTensor | None) -> None:
         """A distributed (ZeRO) optimizer: capture recorded only this rank's owned slice of

@@ -1,0 +1,65 @@
+"""Replaying a module whose parameters FSDP2 holds sharded.
+
+Between steps FSDP2 keeps each unit's parameters as shards (DTensors split over data
+parallel); only the unit's own forward gathers them. The agent feeds the reference's values
+into those shards (each rank its piece, `dtensor_local`). A module that is not itself an
+FSDP unit (an MLP inside a sharded decoder layer, the final norm under the root) never
+gathers its parameters when called alone, so its unit is unsharded around the replay (an
+all-gather over the data-parallel group, on every rank, as the job's own forward does)
+and resharded after it, before the state guard puts the job's values back.
+
+The replay's parameter gradients stay on the gathered parameters, unreduced; the sharded
+parameters' gradients, which capture records, are the gradient reduction's, so such a
+backward replay returns the input gradients only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from torch import nn
+
+
+def _fsdp_module_type() -> type | None:
+    try:
+        from torch.distributed.fsdp import FSDPModule
+    except ImportError:  # a torch without FSDP2
+        return None
+    return FSDPModule
+
+
+def owning_unit(module: nn.Module, roots: Iterable[nn.Module]) -> nn.Module | None:
+    """The FSDP unit that gathers `module`'s parameters when the job runs it: None when
+    `module` is a unit itself (its own forward gathers them) or no unit holds it."""
+    fsdp = _fsdp_module_type()
+    if fsdp is None or isinstance(module, fsdp):
+        return None
+    for root in roots:
+        parents = {child: parent for parent in root.modules() for child in parent.children()}
+        if module is not root and module not in parents:
+            continue
+        node = parents.get(module)
+        while node is not None:
+            if isinstance(node, fsdp):
+                return node
+            node = parents.get(node)
+    return None
+
+
+class GatheredUnit:
+    """The unit's parameters gathered while a replay runs (`gather`), sharded again
+    after (`release`, also after a failure)."""
+
+    def __init__(self, unit: nn.Module | None) -> None:
+        self.unit = unit
+        self.gathered = False
+
+    def gather(self) -> None:
+        if self.unit is not None:
+            self.unit.unshard()  # type: ignore[operator]  # FSDPModule.unshard
+            self.gathered = True
+
+    def release(self) -> None:
+        if self.gathered:
+            self.unit.reshard()  # type: ignore[union-attr]  # FSDPModule.reshard
+            self.gathered = False
