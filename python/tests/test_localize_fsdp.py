@@ -8,7 +8,9 @@ its agent, 0 annotations. Between steps FSDP2 holds every parameter as a DTensor
 - a gradient-reduction bug (rank 1's share of layer 0's reduce-scatter scaled): the step
   replay takes the reference's gradients into the sharded DTensor gradients and the walk
   says the divergence enters in the gradient reduction of layer 0's parameters;
-- replays leave the job as it was: the same walk twice gives the same verdicts.
+- replays leave the job as it was: the same walk twice gives the same verdicts;
+- `ttrace serve` relaunches the job from its bundles and gives the same verdicts (its
+  replays run before any forward through FSDP2's root).
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ from pathlib import Path
 
 import pytest
 from job_runner import run_module
-from serving_candidate import ServingCandidate
+from serve_job import RelaunchJob
+from serving_candidate import ServingCandidate, localize
 
 MODULE = "tests.frameworks.hf_fsdp"
 
@@ -47,9 +50,9 @@ def test_forward_bug_inside_a_sharded_layer_is_named(
 ) -> None:
     job = ServingCandidate(tmp_path / "forward", reference, MODULE, ["--bug", "forward"], 2)
     serving.append(job)
-    rc, report, text = job.localize(reference, tmp_path / "walk.json")
-    assert rc == 1 and report["guilty"] == ["model.layers.1.mlp.down_proj"], text
-    found = verdicts(report)
+    rc, first, text = job.localize(reference, tmp_path / "walk.json")
+    assert rc == 1 and first["guilty"] == ["model.layers.1.mlp.down_proj"], text
+    found = verdicts(first)
     assert found[("model.layers.1.mlp.down_proj", "forward")] == "introduced", text
     # Each replayed alone, with its unit (the layer, the root) gathered around the call.
     rc, report, text = job.localize(
@@ -65,7 +68,20 @@ def test_forward_bug_inside_a_sharded_layer_is_named(
     # The replays put the job's own values back: the walk again says the same.
     rc, again, text = job.localize(reference, tmp_path / "again.json", "--shutdown")
     assert rc == 1 and again["guilty"] == ["model.layers.1.mlp.down_proj"], text
+    assert verdicts(again) == verdicts(first), text
     assert job.proc.wait(timeout=120) == 0, job.output()
+    # Relaunched from the bundles (`ttrace serve`), before any forward of FSDP2's root.
+    relaunch = RelaunchJob(tmp_path / "serve", reference, job.bundle, cwd=tmp_path)
+    try:
+        endpoint, _, _ = relaunch.wait_serving()
+        rc, report, text = localize(
+            reference, job.bundle, endpoint, relaunch.token_file, tmp_path / "relaunch.json",
+            "--shutdown",
+        )  # fmt: skip
+        assert rc == 1 and verdicts(report) == verdicts(first), text
+        assert relaunch.proc.wait(timeout=120) == 0, relaunch.output()
+    finally:
+        relaunch.kill()
 
 
 def test_reduction_bug_enters_in_the_gradient_reduction(

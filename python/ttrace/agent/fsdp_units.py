@@ -46,20 +46,40 @@ def owning_unit(module: nn.Module, roots: Iterable[nn.Module]) -> nn.Module | No
     return None
 
 
-class GatheredUnit:
-    """The unit's parameters gathered while a replay runs (`gather`), sharded again
-    after (`release`, also after a failure)."""
+def _lazy_init(roots: Iterable[nn.Module], fsdp: type) -> None:
+    """FSDP2 settles which unit is the root at the first forward through it. A relaunch
+    (`ttrace serve`) replays before any forward ran: a unit gathered alone first would
+    then be taken for a root. Running the root's initialization first keeps it right (a
+    no-op once a forward ran)."""
+    for root in roots:
+        if isinstance(root, fsdp):
+            state = root._get_fsdp_state()  # type: ignore[operator]
+            state._lazy_init()
 
-    def __init__(self, unit: nn.Module | None) -> None:
-        self.unit = unit
-        self.gathered = False
+
+class GatheredUnit:
+    """Around one replay of `module`: its owning unit's parameters gathered while it runs
+    (`gather`), and every unit of the module sharded again after (`release`, also after a
+    failure). The root unit keeps its parameters gathered after its forward (FSDP2 skips
+    that reshard for training); between replays every parameter must be the shard capture
+    named and the state guard restores."""
+
+    def __init__(self, module: nn.Module, roots: Iterable[nn.Module]) -> None:
+        self.fsdp = _fsdp_module_type()
+        self.roots = list(roots)
+        self.module = module
+        self.unit = owning_unit(module, self.roots)
 
     def gather(self) -> None:
+        if self.fsdp is None:
+            return
+        _lazy_init(self.roots, self.fsdp)
         if self.unit is not None:
             self.unit.unshard()  # type: ignore[operator]  # FSDPModule.unshard
-            self.gathered = True
 
     def release(self) -> None:
-        if self.gathered:
-            self.unit.reshard()  # type: ignore[union-attr]  # FSDPModule.reshard
-            self.gathered = False
+        if self.fsdp is None:
+            return
+        units = [m for m in self.module.modules() if isinstance(m, self.fsdp)]
+        for unit in [*units, *([self.unit] if self.unit is not None else [])]:
+            unit.reshard()  # type: ignore[operator]  # FSDPModule.reshard: no-op if sharded

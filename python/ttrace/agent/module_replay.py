@@ -27,7 +27,7 @@ from ttrace.capture.module_hooks import flatten, stored_scale
 
 from .call_inference import CallInference
 from .errors import AgentError, ErrorCode
-from .fsdp_units import GatheredUnit, owning_unit
+from .fsdp_units import GatheredUnit
 from .handoff_replay import HandoffReplay
 from .own_capture import OwnTensor
 from .rank_gate import RankGate
@@ -135,7 +135,7 @@ class ModuleReplay:
         device = device_of(module)
         params = unique_params(module)
         tensors = gate.step(lambda: self._prepare(params, template, req, variant, device))
-        unit = GatheredUnit(owning_unit(module, self.ctx.tracer.roots))
+        unit = GatheredUnit(module, self.ctx.tracer.roots)
         try:
             gate.step(unit.gather)
             return self._run_call(module, template, tensors, params, req, variant, gate)
