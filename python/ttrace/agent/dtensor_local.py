@@ -16,17 +16,22 @@ def local_of(t: torch.Tensor) -> torch.Tensor:
     return t.to_local() if is_dtensor(t) else t
 
 
-def shaped_like(target: torch.Tensor, local: torch.Tensor) -> torch.Tensor:
+def shaped_like(target: torch.Tensor, local: torch.Tensor, partial: bool = False) -> torch.Tensor:
     """`local` as `target` holds it: a DTensor with `target`'s mesh and placements when
-    `target` is one, `local` itself otherwise."""
+    `target` is one, `local` itself otherwise. `partial`: `local` is this rank's share of a
+    sum (a gradient captured as a partial sum, fed as the total on one rank and zeros on the
+    others), so the dimensions `target` replicates over are partial sums instead."""
     if not is_dtensor(target):
         return local
-    from torch.distributed.tensor import DTensor
+    from torch.distributed.tensor import DTensor, Partial, Replicate
 
+    placements = tuple(target.placements)
+    if partial:
+        placements = tuple(Partial() if isinstance(p, Replicate) else p for p in placements)
     return DTensor.from_local(
         local,
         target.device_mesh,
-        target.placements,
+        placements,
         run_check=False,
         shape=target.shape,
         stride=target.stride(),

@@ -8,9 +8,10 @@ gathers its parameters when called alone, so its unit is unsharded around the re
 all-gather over the data-parallel group, on every rank, as the job's own forward does)
 and resharded after it, before the state guard puts the job's values back.
 
-The replay's parameter gradients stay on the gathered parameters, unreduced; the sharded
-parameters' gradients, which capture records, are the gradient reduction's, so such a
-backward replay returns the input gradients only.
+The replay's parameter gradients stay on the gathered parameters, unreduced (or, for a unit
+replayed whole, pass through its own reduce-scatter); the sharded parameters' gradients,
+which capture records, are the gradient reduction's, so a backward replay of a module whose
+parameters FSDP2 holds returns the input gradients only.
 """
 
 from __future__ import annotations
@@ -70,10 +71,29 @@ class GatheredUnit:
         self.module = module
         self.unit = owning_unit(module, self.roots)
 
-    def gather(self) -> None:
+    @property
+    def shards_parameters(self) -> bool:
+        """Whether FSDP2 holds the module's parameters (it is a unit, or inside one)."""
+        return self.fsdp is not None and (
+            self.unit is not None or isinstance(self.module, self.fsdp)
+        )
+
+    def settle(self) -> None:
+        """Before the reference's values go in: FSDP2's root initialized, every unit set to
+        reshard after its forward (FSDP2's own switch for the root, which otherwise keeps
+        its parameters gathered for the backward of a training step; a replay's forward
+        is not followed by one), and every unit sharded, so each parameter is the shard
+        capture named. Resharding frees gathered copies only: no collective."""
         if self.fsdp is None:
             return
         _lazy_init(self.roots, self.fsdp)
+        units = [u for root in self.roots for u in root.modules() if isinstance(u, self.fsdp)]
+        for unit in units:
+            unit.set_reshard_after_forward(True, recurse=False)  # type: ignore[operator]
+        for unit in units:
+            unit.reshard()  # type: ignore[operator]  # FSDPModule.reshard
+
+    def gather(self) -> None:
         if self.unit is not None:
             self.unit.unshard()  # type: ignore[operator]  # FSDPModule.unshard
 

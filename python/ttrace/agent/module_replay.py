@@ -26,6 +26,7 @@ from ttrace.capture.call_template import CallTemplate
 from ttrace.capture.module_hooks import flatten, stored_scale
 
 from .call_inference import CallInference
+from .dtensor_local import shaped_like
 from .errors import AgentError, ErrorCode
 from .fsdp_units import GatheredUnit
 from .handoff_replay import HandoffReplay
@@ -115,6 +116,11 @@ class ModuleReplay:
                     Refusal.PARTIAL_INTEGER_INPUT,
                 )
             t = self.ctx.feed.shard(key, device, place_as=own)
+            if slot.dtensor is not None:
+                # A DTensor leaf, not a plain tensor wrapped on the way in: its gradient then
+                # keeps the placement autograd gives it (a partial sum, as capture saw it),
+                # where a wrap's backward would reduce it first.
+                t = slot.dtensor.wrap(t, slot.shape).detach()
             if req.phase == "backward" and slot.requires_grad and t.is_floating_point():
                 t.requires_grad_()
             tensors[slot.index] = t
@@ -129,16 +135,20 @@ class ModuleReplay:
         gate: RankGate,
     ) -> list[Shard]:
         if module is None or template is None:
-            for _ in range(5 if req.phase == "backward" else 3):
+            for _ in range(6 if req.phase == "backward" else 4):
                 gate.step(lambda: None)
             return []
         device = device_of(module)
+        unit = GatheredUnit(module, self.ctx.tracer.roots)
+        gate.step(unit.settle)
         params = unique_params(module)
         tensors = gate.step(lambda: self._prepare(params, template, req, variant, device))
-        unit = GatheredUnit(module, self.ctx.tracer.roots)
         try:
             gate.step(unit.gather)
-            return self._run_call(module, template, tensors, params, req, variant, gate)
+            # Parameters FSDP2 shards: their gradients in the bundle are the gradient
+            # reduction's shards, which a module's replay does not make (`fsdp_units`).
+            own_grads = params if not unit.shards_parameters else []
+            return self._run_call(module, template, tensors, own_grads, req, variant, gate)
         finally:
             unit.release()
 
@@ -249,7 +259,10 @@ class ModuleReplay:
             key = self._key(req, variant, "output_grad", i)
             if self.ctx.feed.has(key):
                 roots.append(t)
-                grads.append(self._fed_output_grad(key, device).to(t.dtype))
+                own = self.ctx.feed.own.get(key.with_variant("nominal"))
+                partial = own is not None and own.placement.combine == "sum"
+                grad = self._fed_output_grad(key, device).to(t.dtype)
+                grads.append(shaped_like(t, grad, partial))
             elif self.ctx.feed.own.get(key.with_variant("nominal")) is not None:
                 raise AgentError(ErrorCode.NO_REFERENCE_TENSOR, f"the reference has no {key.path}")
         if not roots:

@@ -24,6 +24,7 @@ from ttrace.capture.call_log import called_module
 from ttrace.capture.call_record import decode_template
 from ttrace.capture.call_recorder import CallRecorder
 from ttrace.capture.code_fingerprint import code_changes, code_fingerprint, merge_fingerprints
+from ttrace.capture.dtensor_spec import job_meshes
 from ttrace.capture.grad_views import make_view
 from ttrace.capture.module_hooks import ModuleHooks
 from ttrace.capture.optimizer_snapshot import OptimizerSnapshot
@@ -98,6 +99,7 @@ def _recorded_calls(tracer: Any, rank_record: dict[str, Any]) -> CallRecorder:
     by_name = {n: m for m, n in tracer.names.names.items()}
     buffers = _changed_buffers(tracer, rank_record.get("buffers", {}))
     templates = rank_record["templates"]
+    meshes = job_meshes(tracer.roots)
     for name, calls in rank_record["calls"].items():
         owner = called_module(name)
         module = by_name.get(owner)
@@ -107,7 +109,7 @@ def _recorded_calls(tracer: Any, rank_record: dict[str, Any]) -> CallRecorder:
         # kept them (bundles from before later calls were recorded hold call 0 only).
         into = recorder.templates if owner == name else recorder.later_calls
         for iteration, mb, index in calls:
-            template = decode_template(templates[index], module)
+            template = decode_template(templates[index], module, meshes)
             if owner in buffers:
                 template.problems.insert(0, buffers[owner])
             into.setdefault(name, {})[(int(iteration), int(mb))] = template

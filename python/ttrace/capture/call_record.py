@@ -14,13 +14,14 @@ from __future__ import annotations
 import enum
 import importlib
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import torch
 from torch import nn
 
 from .call_template import CallTemplate, Slot
+from .dtensor_spec import decode_spec
 
 _DEPTH = 6
 
@@ -36,13 +37,16 @@ def _attr_of(module: nn.Module | None, value: Any) -> str | None:
 
 def encode_value(value: Any, module: nn.Module | None = None, depth: int = 0) -> Any:
     if isinstance(value, Slot):
-        return {
+        slot = {
             "slot": value.index,
             "requires_grad": value.requires_grad,
             "is_float": value.is_float,
             "dtype": str(value.dtype).removeprefix("torch."),
             "shape": list(value.shape),
         }
+        if value.dtensor is not None:
+            slot["dtensor"] = value.dtensor.encode()
+        return slot
     if value is None or isinstance(value, bool | int | str):
         return {"value": value}
     if isinstance(value, float):
@@ -88,15 +92,32 @@ def _enum(spec: str, name: str) -> Any:
     return obj[name]
 
 
-def decode_value(data: Mapping[str, Any], module: nn.Module) -> Any:
+class _NoMesh:
+    """A DTensor argument whose device mesh the relaunch does not hold."""
+
+    def __init__(self, spec: Mapping[str, Any]) -> None:
+        self.text = f"ranks {spec['mesh']} ({', '.join(spec['dims']) or 'unnamed'})"
+
+
+def _decode_slot(data: Mapping[str, Any], meshes: Sequence[Any]) -> Slot | _NoMesh:
+    spec = None
+    if "dtensor" in data:
+        spec = decode_spec(data["dtensor"], meshes)
+        if spec is None:
+            return _NoMesh(data["dtensor"])
+    return Slot(
+        str(data["slot"]),
+        bool(data["requires_grad"]),
+        bool(data["is_float"]),
+        getattr(torch, str(data["dtype"])),
+        tuple(int(n) for n in data["shape"]),
+        spec,
+    )
+
+
+def decode_value(data: Mapping[str, Any], module: nn.Module, meshes: Sequence[Any] = ()) -> Any:
     if "slot" in data:
-        return Slot(
-            str(data["slot"]),
-            bool(data["requires_grad"]),
-            bool(data["is_float"]),
-            getattr(torch, str(data["dtype"])),
-            tuple(int(n) for n in data["shape"]),
-        )
+        return _decode_slot(data, meshes)
     if "value" in data:
         return data["value"]
     if "float" in data:
@@ -124,11 +145,21 @@ def _opaque_in(value: Any) -> _Opaque | None:
     return None
 
 
-def decode_template(data: Mapping[str, Any], module: nn.Module) -> CallTemplate:
-    args = tuple(decode_value(a, module) for a in data["args"])
-    kwargs = {k: decode_value(v, module) for k, v in data["kwargs"].items()}
+def decode_template(
+    data: Mapping[str, Any], module: nn.Module, meshes: Sequence[Any] = ()
+) -> CallTemplate:
+    """`meshes`: the relaunched job's device meshes (`dtensor_spec.job_meshes`), where a
+    DTensor argument finds its mesh again."""
+    args = tuple(decode_value(a, module, meshes) for a in data["args"])
+    kwargs = {k: decode_value(v, module, meshes) for k, v in data["kwargs"].items()}
     problems = list(data.get("problems", []))
     for index, value in [*enumerate(args), *kwargs.items()]:
+        if isinstance(value, _NoMesh):
+            problems.append(
+                f"argument {index} was a DTensor on the device mesh of {value.text}, which "
+                "this relaunch does not hold: replay it in the live job (docs/localize.md)"
+            )
+            continue
         opaque = _opaque_in(value)
         if opaque is not None:
             problems.append(

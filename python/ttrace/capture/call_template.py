@@ -14,6 +14,8 @@ from typing import Any
 
 import torch
 
+from .dtensor_spec import DTensorSpec
+
 
 @dataclass(frozen=True)
 class Slot:
@@ -24,6 +26,8 @@ class Slot:
     is_float: bool
     dtype: torch.dtype
     shape: tuple[int, ...]
+    # The DTensor it was (mesh and placements): a replay hands the module one again.
+    dtensor: DTensorSpec | None = None
 
 
 def _holds_tensor(value: Any, depth: int = 0) -> bool:
@@ -58,6 +62,7 @@ class CallTemplate:
                     bool(value.is_floating_point()),
                     value.dtype,
                     tuple(value.shape),
+                    DTensorSpec.of(value),
                 )
             if _holds_tensor(value):
                 # Capture records top-level tensors only: a tensor inside a container has no
