@@ -21,9 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests" / "localize"))
-import localize_e2e as e2e  # noqa: E402  (the serving-candidate helper of the end-to-end test)
+from ttrace_testing import serving_candidate as e2e  # the end-to-end localize test's candidate
+from ttrace_testing.paths import REPO
 
 
 def timed(cmd: list[str]) -> tuple[subprocess.CompletedProcess[str], float, float]:

@@ -21,8 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from diff_memory import write_pair
+from diff_memory import write_pair  # beside this script, on the path of a script run
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = REPO / "build" / "bin"

@@ -19,7 +19,6 @@ divergence must be the spec's. The sweep exits 1 on any miss.
 from __future__ import annotations
 
 import argparse
-import fnmatch
 import json
 import subprocess
 import sys
@@ -29,6 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.bug_specs import SPECS, BugSpec
 from bench.zoo_lib import CONFIGS, TTRACE, run_candidate, run_reference
+from ttrace_testing.verdicts import judge, verdict_holds
 
 
 def _reference(out: Path, spec: BugSpec, precision: str, seed: int) -> Path:
@@ -45,40 +45,6 @@ def _candidate(out: Path, ref: Path, spec: BugSpec, precision: str, seed: int) -
     if not (cand / "manifest.json").exists():
         run_candidate(cand, CONFIGS[spec.config], precision, seed, "--inject", spec.bug, ref=ref)
     return cand
-
-
-def _guilty(spec: BugSpec, modules: list[str]) -> set[str]:
-    glob = spec.where.removeprefix("optimizer: ")
-    return {m for m in modules if fnmatch.fnmatchcase(m, glob)}
-
-
-def _contains(parent: str, child: str) -> bool:
-    return child.startswith(parent + ".")
-
-
-def judge(spec: BugSpec, report: dict, code: int) -> dict:
-    modules = [m["name"] for m in report["modules"]]
-    introduced = [m["name"] for m in report["modules"] if m["origin"] == "introduced"]
-    guilty = _guilty(spec, modules)
-    extra = [m for m in introduced if m not in guilty and not any(_contains(m, g) for g in guilty)]
-    first = report["first_divergence"]
-    row = {
-        "exit": code,
-        "guilty_introduced": bool(guilty & set(introduced)),
-        # A bug of the gradient reduction or the optimizer step touches every module it reaches
-        # at once: "extra modules" cannot show for it; the phase of the first divergence can.
-        "extra": None if spec.where.startswith("optimizer: ") else extra,
-        "guilty_phase": first.get("phase") == spec.phase,
-        "first": None,
-        "shape": [],
-        "hint": None,
-    }
-    if first.get("module") is not None:
-        t = report["tensors"][first["tensor"]]
-        row["first"] = f"it {first['iteration']} {first['phase']} {first['module']} {first['kind']}"
-        row["shape"] = [s["summary"] for s in t.get("diagnosis", [])]
-        row["hint"] = (t.get("hint") or {}).get("bug_class")
-    return row
 
 
 def diff(ref: Path, cand: Path) -> tuple[int, dict]:
@@ -136,15 +102,6 @@ def main(argv: list[str] | None = None) -> int:
     for r in misses:  # a sweep that cannot fail proves nothing
         print(f"miss: {r['bug']} {r['precision']} seed {r['seed']}: {r}", file=sys.stderr)
     return 1 if misses else 0
-
-
-def verdict_holds(row: dict) -> bool:
-    """Exit 1, the first divergence in the bug's phase, the guilty module introduced and at
-    most one innocent module beside it (for module-level bugs)."""
-    if "error" in row:
-        return False
-    extra_ok = row["extra"] is None or len(row["extra"]) <= 1
-    return row["exit"] == 1 and row["guilty_phase"] and row["guilty_introduced"] and extra_ok
 
 
 def summarize(rows: list[dict]) -> str:

@@ -12,9 +12,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests" / "localize"))
-from localize_e2e import ServingJob  # noqa: E402  (one serving-job lifecycle for tests and bench)
+from ttrace_testing.paths import REPO
+from ttrace_testing.serving_candidate import ServingJob  # one lifecycle for tests and bench
 
 ROUTING_FILE = "routing.pt"  # examples/gpt/routing_replay.py FILENAME, beside the bundle
 # CTest's TTRACE_BIN_DIR (the build under test) first: another build folder's binary may be stale.
@@ -133,7 +132,7 @@ def run_candidate(
 
 class ServingCandidate(ServingJob):
     """A zoo candidate that serves replays after its capture against `ref` (the process
-    lifecycle is the end-to-end test's `ServingJob`)."""
+    lifecycle is the end-to-end localize test's `ServingJob`)."""
 
     def __init__(self, workdir: Path, cfg: Config, precision: str, seed: int, ref: Path,
                  *extra: str) -> None:  # fmt: skip

@@ -85,12 +85,15 @@ install_python_env() {
   # The stamp records what was installed; reinstall when the requirements or the package change.
   local stamp="${TTRACE_VENV}/.ttrace-installed"
   local want
-  want="$(printf '%s\n' "${PIP_PACKAGES[@]}" "${NO_DEPS_PACKAGES[@]}" | sha1sum)$(sha1sum "${TTRACE_ROOT}/python/pyproject.toml")"
+  want="$(printf '%s\n' "${PIP_PACKAGES[@]}" "${NO_DEPS_PACKAGES[@]}" | sha1sum)$(sha1sum "${TTRACE_ROOT}/python/pyproject.toml" "${TTRACE_ROOT}/python/testing/pyproject.toml")"
   if [[ ! -f "${stamp}" || "$(cat "${stamp}")" != "${want}" ]]; then
     log "installing Python packages into .venv (torch==2.13.0 CPU, h5py, pytest, ruff, pyzmq, transformers, megatron-core, build)"
     "${TTRACE_PY}" -m pip install -q --disable-pip-version-check "${PIP_PACKAGES[@]}"
     "${TTRACE_PY}" -m pip install -q --disable-pip-version-check --no-deps "${NO_DEPS_PACKAGES[@]}"
     "${TTRACE_PY}" -m pip install -q --disable-pip-version-check --no-deps -e "${TTRACE_ROOT}/python"
+    # The test-support package (fixtures, demo bundles, bug zoo): development only, never in
+    # the wheel.
+    "${TTRACE_PY}" -m pip install -q --disable-pip-version-check --no-deps -e "${TTRACE_ROOT}/python/testing"
     printf '%s' "${want}" >"${stamp}"
   fi
 }
@@ -118,7 +121,7 @@ install_python312_env() {
   local py312="${TTRACE_VENV312}/bin/python"
   local stamp="${TTRACE_VENV312}/.ttrace-installed"
   local want
-  want="$(printf '%s\n' "${PY312_PACKAGES[@]}" "${PY312_NO_DEPS_PACKAGES[@]}" | sha1sum)$(sha1sum "${TTRACE_ROOT}/python/pyproject.toml")"
+  want="$(printf '%s\n' "${PY312_PACKAGES[@]}" "${PY312_NO_DEPS_PACKAGES[@]}" | sha1sum)$(sha1sum "${TTRACE_ROOT}/python/pyproject.toml" "${TTRACE_ROOT}/python/testing/pyproject.toml")"
   if [[ -x "${py312}" && -f "${stamp}" && "$(cat "${stamp}")" == "${want}" ]]; then
     return 0
   fi
@@ -135,6 +138,7 @@ install_python312_env() {
   "${py312}" -m pip install -q --disable-pip-version-check "${PY312_PACKAGES[@]}"
   "${py312}" -m pip install -q --disable-pip-version-check --no-deps "${PY312_NO_DEPS_PACKAGES[@]}"
   "${py312}" -m pip install -q --disable-pip-version-check --no-deps -e "${TTRACE_ROOT}/python"
+  "${py312}" -m pip install -q --disable-pip-version-check --no-deps -e "${TTRACE_ROOT}/python/testing"
   printf '%s' "${want}" >"${stamp}"
 }
 

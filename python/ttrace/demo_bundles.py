@@ -27,7 +27,7 @@ from typing import Any
 
 import torch
 
-from .bundle import BundleWriter, Placement, RankRecord, TensorKey, write_manifest
+from ttrace.bundle import BundleWriter, Placement, RankRecord, TensorKey, write_manifest
 
 HIDDEN, FFN, BATCH = 16, 32, 8
 LAYERS, ITERATIONS, MICRO_BATCHES = 2, 2, 2

@@ -32,8 +32,8 @@ from typing import Any
 import h5py
 import numpy as np
 
-from .bundle import BundleWriter, DType, Placement, RankRecord, TensorKey, write_manifest
-from .bundle.checksum import file_checksum
+from ttrace.bundle import BundleWriter, DType, Placement, RankRecord, TensorKey, write_manifest
+from ttrace.bundle.checksum import file_checksum
 
 DTYPES = tuple(DType.BY_NAME)
 WORLD = 4

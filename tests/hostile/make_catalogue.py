@@ -25,8 +25,6 @@ from typing import Any
 
 import h5py
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 from base_pair import FC1, FC2, WEIGHT, write_candidate, write_reference
 
 from ttrace.bundle.checksum import file_checksum

@@ -6,15 +6,13 @@ may crash or hang."""
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
+import make_catalogue  # beside this file: pytest puts its folder on the path
 import pytest
+import run_catalogue
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-import make_catalogue  # noqa: E402
-import run_catalogue  # noqa: E402
 
 BIN_DIR = Path(os.environ.get("TTRACE_BIN_DIR", HERE.parents[1] / "build" / "bin"))
 # The sanitized build has no explorer: its CTest entry asks for `validate,diff` only.

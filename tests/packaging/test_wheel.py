@@ -58,6 +58,14 @@ def test_wheel_declares_version_and_dependencies(dist: Path) -> None:
     assert ">=" in torch and "==" not in torch and "<" not in torch, torch
 
 
+def test_wheel_holds_only_the_product(dist: Path) -> None:
+    """The test-support package beside `ttrace` in python/ (ttrace_testing: fixtures, demo
+    bundles, the bug zoo) is for development only: the wheel holds `ttrace` and its metadata."""
+    with zipfile.ZipFile(dist / WHEEL) as wheel:
+        tops = {name.split("/")[0] for name in wheel.namelist()}
+    assert tops == {"ttrace", f"ttrace-{VERSION}.dist-info"}, tops
+
+
 @pytest.fixture(scope="module")
 def venv(dist: Path) -> Path:
     """A virtual environment that had only torch before, with the wheel installed by pip.

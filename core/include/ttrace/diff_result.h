@@ -30,6 +30,7 @@ enum class Status {
     Unresolved,
 };
 std::string_view statusName(Status status);
+std::optional<Status> parseStatus(std::string_view name);
 
 // The one severity order of every front end: invalid > missing > unresolved > divergent >
 // clean. A tensor
@@ -96,6 +97,7 @@ struct TensorResult {
 // step could not be compared (invalid or missing): an invalid input cannot clear or blame it.
 enum class Origin { None, Introduced, Inherited, Undetermined };
 std::string_view originName(Origin origin);
+std::optional<Origin> parseOrigin(std::string_view name);
 
 struct ModuleResult {
     std::string name;

@@ -23,6 +23,7 @@ enum class SignatureKind {
     Transpose,        // cand is the reference transposed
 };
 std::string_view signatureKindName(SignatureKind kind);
+std::optional<SignatureKind> parseSignatureKind(std::string_view name);
 
 struct ShapeSignature {
     SignatureKind kind = SignatureKind::ConstantFactor;

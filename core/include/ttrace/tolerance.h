@@ -43,6 +43,7 @@ enum class Provisional {
                    // difference, which no bound the bundle allows can limit
 };
 std::string_view provisionalName(Provisional reason);
+std::optional<Provisional> parseProvisional(std::string_view name);
 
 // Where a tolerance came from (docs/diff-json.md, `tolerance_detail.source`); None ("") for a
 // tensor that never got one (invalid input).

@@ -3,6 +3,7 @@
 #include "compare/error_slices.h"
 #include "compare/row_signatures.h"
 #include "compare/signature_text.h"
+#include "ttrace/name_table.h"
 
 #include <algorithm>
 #include <cmath>
@@ -12,6 +13,20 @@
 
 namespace ttrace {
 namespace {
+
+// The names of a diagnosis' `kind` in the diff JSON (docs/diff-json.md).
+constexpr NameTable kSignatureKindNames{SignatureKind::Transpose,
+                                        std::array<std::pair<SignatureKind, std::string_view>, 9>{{
+                                            {SignatureKind::ConstantFactor, "constant_factor"},
+                                            {SignatureKind::SliceFactors, "slice_factors"},
+                                            {SignatureKind::SliceLocal, "slice_local"},
+                                            {SignatureKind::SlicePermutation, "slice_permutation"},
+                                            {SignatureKind::RowPermutation, "row_permutation"},
+                                            {SignatureKind::ZeroedRows, "zeroed_rows"},
+                                            {SignatureKind::ReplicasDisagree, "replicas_disagree"},
+                                            {SignatureKind::SignFlip, "sign_flip"},
+                                            {SignatureKind::Transpose, "transpose"},
+                                        }}};
 
 // What "explains the error" means: after undoing the signature, what is left is within the
 // tolerance, or at most 5% of the error we started from (BF16 round-off on top of a clean
@@ -269,18 +284,11 @@ std::optional<ShapeSignature> replicasDisagree(const std::vector<ErrorSlice>& sl
 } // namespace
 
 std::string_view signatureKindName(SignatureKind kind) {
-    switch (kind) {
-    case SignatureKind::ConstantFactor: return "constant_factor";
-    case SignatureKind::SliceFactors: return "slice_factors";
-    case SignatureKind::SliceLocal: return "slice_local";
-    case SignatureKind::SlicePermutation: return "slice_permutation";
-    case SignatureKind::RowPermutation: return "row_permutation";
-    case SignatureKind::ZeroedRows: return "zeroed_rows";
-    case SignatureKind::ReplicasDisagree: return "replicas_disagree";
-    case SignatureKind::SignFlip: return "sign_flip";
-    case SignatureKind::Transpose: return "transpose";
-    }
-    return "unknown";
+    return kSignatureKindNames.name(kind);
+}
+
+std::optional<SignatureKind> parseSignatureKind(std::string_view name) {
+    return kSignatureKindNames.parse(name);
 }
 
 std::vector<ShapeSignature> diagnoseShape(const DiagnosisInput& in) {

@@ -7,6 +7,14 @@
 namespace ttrace {
 namespace {
 
+// The names of `provisional` in the diff JSON (docs/diff-json.md).
+constexpr NameTable kProvisionalNames{Provisional::CarriedState,
+                                      std::array<std::pair<Provisional, std::string_view>, 3>{{
+                                          {Provisional::None, "none"},
+                                          {Provisional::OptimizerStep, "optimizer_step"},
+                                          {Provisional::CarriedState, "carried_state"},
+                                      }}};
+
 bool isForwardActivation(TensorKind kind) {
     return kind == TensorKind::ForwardInput || kind == TensorKind::ForwardOutput;
 }
@@ -48,12 +56,11 @@ double analyticTolerance(double k, double c, int depth, double eps) {
 }
 
 std::string_view provisionalName(Provisional reason) {
-    switch (reason) {
-    case Provisional::None: return "none";
-    case Provisional::OptimizerStep: return "optimizer_step";
-    case Provisional::CarriedState: return "carried_state";
-    }
-    return "none";
+    return kProvisionalNames.name(reason);
+}
+
+std::optional<Provisional> parseProvisional(std::string_view name) {
+    return kProvisionalNames.parse(name);
 }
 
 double reductionRoundoff(DType storage) {

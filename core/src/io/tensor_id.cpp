@@ -1,41 +1,53 @@
 #include "ttrace/tensor_id.h"
 
+#include "ttrace/name_table.h"
+
 #include <array>
 #include <utility>
 
 namespace ttrace {
 namespace {
 
-constexpr std::array<std::pair<TensorKind, std::string_view>, kTensorKindCount> kKinds{{
-    {TensorKind::ForwardInput, "forward_input"},
-    {TensorKind::ForwardOutput, "forward_output"},
-    {TensorKind::OutputGrad, "output_grad"},
-    {TensorKind::InputGrad, "input_grad"},
-    {TensorKind::Parameter, "parameter"},
-    {TensorKind::ParamGrad, "param_grad"},
-    {TensorKind::MainGrad, "main_grad"},
-    {TensorKind::ParamAfterStep, "param_after_step"},
-    {TensorKind::OptimizerState, "optimizer_state"},
-}};
+// The kind names of tensor paths and of the diff JSON (docs/bundle-format.md).
+constexpr NameTable kKindNames{
+    TensorKind::OptimizerState,
+    std::array<std::pair<TensorKind, std::string_view>, kTensorKindCount>{{
+        {TensorKind::ForwardInput, "forward_input"},
+        {TensorKind::ForwardOutput, "forward_output"},
+        {TensorKind::OutputGrad, "output_grad"},
+        {TensorKind::InputGrad, "input_grad"},
+        {TensorKind::Parameter, "parameter"},
+        {TensorKind::ParamGrad, "param_grad"},
+        {TensorKind::MainGrad, "main_grad"},
+        {TensorKind::ParamAfterStep, "param_after_step"},
+        {TensorKind::OptimizerState, "optimizer_state"},
+    }}};
+
+// Phase names in the JSON, and the words the reports use for them.
+constexpr NameTable kPhaseNames{Phase::OptimizerStep,
+                                std::array<std::pair<Phase, std::string_view>, 4>{{
+                                    {Phase::Forward, "forward"},
+                                    {Phase::Backward, "backward"},
+                                    {Phase::GradReduction, "gradient_reduction"},
+                                    {Phase::OptimizerStep, "optimizer_step"},
+                                }}};
+constexpr NameTable kPhaseLabels{Phase::OptimizerStep,
+                                 std::array<std::pair<Phase, std::string_view>, 4>{{
+                                     {Phase::Forward, "forward"},
+                                     {Phase::Backward, "backward"},
+                                     {Phase::GradReduction, "gradient reduction"},
+                                     {Phase::OptimizerStep, "optimizer step"},
+                                 }}};
 
 } // namespace
 
 std::optional<TensorKind> parseTensorKind(std::string_view name) {
-    for (const auto& [kind, text] : kKinds) {
-        if (text == name) {
-            return kind;
-        }
-    }
-    return std::nullopt;
+    return kKindNames.parse(name);
 }
 
 std::string_view tensorKindName(TensorKind kind) {
-    for (const auto& [k, text] : kKinds) {
-        if (k == kind) {
-            return text;
-        }
-    }
-    return "unknown";
+    const auto name = kKindNames.name(kind);
+    return name.empty() ? "unknown" : name;
 }
 
 bool isBackwardKind(TensorKind kind) {
@@ -59,33 +71,15 @@ Phase phaseOf(TensorKind kind) {
 }
 
 std::string_view phaseName(Phase phase) {
-    switch (phase) {
-    case Phase::Forward: return "forward";
-    case Phase::Backward: return "backward";
-    case Phase::GradReduction: return "gradient_reduction";
-    case Phase::OptimizerStep: return "optimizer_step";
-    }
-    return "unknown";
+    return kPhaseNames.name(phase);
 }
 
 std::string_view phaseLabel(Phase phase) {
-    switch (phase) {
-    case Phase::Forward: return "forward";
-    case Phase::Backward: return "backward";
-    case Phase::GradReduction: return "gradient reduction";
-    case Phase::OptimizerStep: return "optimizer step";
-    }
-    return "unknown";
+    return kPhaseLabels.name(phase);
 }
 
 std::optional<Phase> parsePhase(std::string_view name) {
-    for (const Phase p :
-         {Phase::Forward, Phase::Backward, Phase::GradReduction, Phase::OptimizerStep}) {
-        if (phaseName(p) == name) {
-            return p;
-        }
-    }
-    return std::nullopt;
+    return kPhaseNames.parse(name);
 }
 
 std::string TensorId::path() const {

@@ -1,23 +1,26 @@
 #include "ttrace/replay/replay_request.h"
 
+#include "ttrace/name_table.h"
+
 namespace ttrace::replay {
+namespace {
+
+// The phase names of the replay request (docs/protocol.md, "replay").
+constexpr NameTable kReplayPhaseNames{ReplayPhase::Step,
+                                      std::array<std::pair<ReplayPhase, std::string_view>, 3>{{
+                                          {ReplayPhase::Forward, "forward"},
+                                          {ReplayPhase::Backward, "backward"},
+                                          {ReplayPhase::Step, "step"},
+                                      }}};
+
+} // namespace
 
 std::string_view replayPhaseName(ReplayPhase phase) {
-    switch (phase) {
-    case ReplayPhase::Forward: return "forward";
-    case ReplayPhase::Backward: return "backward";
-    case ReplayPhase::Step: return "step";
-    }
-    return "forward";
+    return kReplayPhaseNames.name(phase);
 }
 
 std::optional<ReplayPhase> parseReplayPhase(std::string_view name) {
-    for (const auto p : {ReplayPhase::Forward, ReplayPhase::Backward, ReplayPhase::Step}) {
-        if (replayPhaseName(p) == name) {
-            return p;
-        }
-    }
-    return std::nullopt;
+    return kReplayPhaseNames.parse(name);
 }
 
 std::string ReplayRequest::describe() const {

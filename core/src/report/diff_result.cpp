@@ -1,16 +1,36 @@
 #include "ttrace/diff_result.h"
 
+#include "ttrace/name_table.h"
+
 namespace ttrace {
+namespace {
+
+// The names in the diff JSON (docs/diff-json.md): one table each, both ways.
+constexpr NameTable kStatusNames{Status::Unresolved,
+                                 std::array<std::pair<Status, std::string_view>, 5>{{
+                                     {Status::Clean, "clean"},
+                                     {Status::Divergent, "divergent"},
+                                     {Status::Missing, "missing"},
+                                     {Status::Invalid, "invalid"},
+                                     {Status::Unresolved, "unresolved"},
+                                 }}};
+
+constexpr NameTable kOriginNames{Origin::Undetermined,
+                                 std::array<std::pair<Origin, std::string_view>, 4>{{
+                                     {Origin::None, "none"},
+                                     {Origin::Introduced, "introduced"},
+                                     {Origin::Inherited, "inherited"},
+                                     {Origin::Undetermined, "undetermined"},
+                                 }}};
+
+} // namespace
 
 std::string_view statusName(Status status) {
-    switch (status) {
-    case Status::Clean: return "clean";
-    case Status::Divergent: return "divergent";
-    case Status::Missing: return "missing";
-    case Status::Invalid: return "invalid";
-    case Status::Unresolved: return "unresolved";
-    }
-    return "unknown";
+    return kStatusNames.name(status);
+}
+
+std::optional<Status> parseStatus(std::string_view name) {
+    return kStatusNames.parse(name);
 }
 
 int severity(Status status) {
@@ -74,13 +94,11 @@ std::string PlacementResolution::toString() const {
 }
 
 std::string_view originName(Origin origin) {
-    switch (origin) {
-    case Origin::None: return "none";
-    case Origin::Introduced: return "introduced";
-    case Origin::Inherited: return "inherited";
-    case Origin::Undetermined: return "undetermined";
-    }
-    return "unknown";
+    return kOriginNames.name(origin);
+}
+
+std::optional<Origin> parseOrigin(std::string_view name) {
+    return kOriginNames.parse(name);
 }
 
 const ModuleResult* DiffResult::module(const std::string& name) const {

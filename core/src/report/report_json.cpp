@@ -65,10 +65,8 @@ json toJson(const ShapeSignature& s) {
 
 ShapeSignature signatureFrom(const json& j) {
     ShapeSignature s;
-    for (int k = 0; k <= static_cast<int>(SignatureKind::Transpose); ++k) {
-        if (signatureKindName(static_cast<SignatureKind>(k)) == j.at("kind")) {
-            s.kind = static_cast<SignatureKind>(k);
-        }
+    if (const auto kind = parseSignatureKind(j.at("kind").get<std::string>())) {
+        s.kind = *kind;
     }
     s.summary = j.at("summary");
     s.evidence = j.at("evidence");
@@ -187,12 +185,7 @@ Provisional readProvisional(const json& j) {
     if (it == j.end() || !it->is_string()) {
         return Provisional::None;
     }
-    for (const auto p : {Provisional::OptimizerStep, Provisional::CarriedState}) {
-        if (it->get<std::string>() == provisionalName(p)) {
-            return p;
-        }
-    }
-    return Provisional::None;
+    return parseProvisional(it->get<std::string>()).value_or(Provisional::None);
 }
 
 json toJson(const TensorResult& t) {
@@ -272,11 +265,8 @@ json tensorJson(const TensorResult& t) {
 }
 
 Status statusFrom(const std::string& s) {
-    for (auto st :
-         {Status::Clean, Status::Divergent, Status::Missing, Status::Invalid, Status::Unresolved}) {
-        if (statusName(st) == s) {
-            return st;
-        }
+    if (const auto status = parseStatus(s)) {
+        return *status;
     }
     throw std::runtime_error("unknown status '" + s + "'");
 }
@@ -374,11 +364,8 @@ ModuleResult moduleFrom(const json& j) {
     m.order = j.at("order");
     m.depth = j.at("depth");
     m.status = statusFrom(j.at("status"));
-    const std::string origin = j.at("origin");
-    for (auto o : {Origin::None, Origin::Introduced, Origin::Inherited, Origin::Undetermined}) {
-        if (originName(o) == origin) {
-            m.origin = o;
-        }
+    if (const auto origin = parseOrigin(j.at("origin").get<std::string>())) {
+        m.origin = *origin;
     }
     m.maxRatio = num(j.at("max_ratio"));
     m.inputRatio = num(j.at("input_ratio"));

@@ -11,6 +11,15 @@
 namespace ttrace {
 namespace {
 
+// The run's verdict word in the diff JSON (`verdict`) and the CLI's summary.
+constexpr NameTable kRunVerdictNames{RunVerdict::Unresolved,
+                                     std::array<std::pair<RunVerdict, std::string_view>, 4>{{
+                                         {RunVerdict::Clean, "clean"},
+                                         {RunVerdict::Divergent, "divergent"},
+                                         {RunVerdict::Invalid, "invalid"},
+                                         {RunVerdict::Unresolved, "unresolved"},
+                                     }}};
+
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // A module's work in one iteration happens in causal phases (the timeline's phases); each has
@@ -385,13 +394,7 @@ RunVerdict runVerdict(const DiffResult& r) {
 }
 
 std::string_view runVerdictName(RunVerdict verdict) {
-    switch (verdict) {
-    case RunVerdict::Clean: return "clean";
-    case RunVerdict::Divergent: return "divergent";
-    case RunVerdict::Invalid: return "invalid";
-    case RunVerdict::Unresolved: return "unresolved";
-    }
-    return "invalid";
+    return kRunVerdictNames.name(verdict);
 }
 
 int exitCodeFor(const DiffResult& result) {
