@@ -3,6 +3,7 @@
 // shows (a reference bundle that cannot be opened; a walk over a diff with errors). No request
 // reaches the agent in these cases, so the client points at a port nobody serves.
 #include "ttrace/replay/localize_session.h"
+#include "ttrace/replay/localize_text.h"
 
 #include <QtTest>
 
@@ -49,6 +50,9 @@ private slots:
         QVERIFY(r.problems.front().location.starts_with("reference "));
         QCOMPARE(verdicts, 0);
         QVERIFY(!r.cancelled);
+        // The last line says why, never that nothing diverges.
+        QCOMPARE(localizeVerdictLine(r),
+                 std::string("not localized: the reference bundle cannot be opened for judging"));
     }
     void walkOverDiffWithErrorsIsRefused() {
         QVERIFY2(fs::exists(demoDir() / "clean" / "reference" / "manifest.json"),
