@@ -2,11 +2,35 @@
 #include "diff_args.h"
 #include "terminal_progress.h"
 
-#include "ttrace/diff_engine.h"
+#include "ttrace/diff_session.h"
 
 #include <iostream>
 
 namespace ttrace::cli {
+namespace {
+
+// The diff session drawn on the terminal: a printer shows no provisional result, only the
+// final one, and Ctrl-C (not the progress line) ends the process.
+class TerminalListener final : public DiffSessionListener {
+public:
+    explicit TerminalListener(TerminalProgress& terminal)
+        : progress_(terminal.progressFn())
+        , tensor_(terminal.tensorFn()) {}
+    bool progress(double fraction, std::string_view what) override {
+        return !progress_ || progress_(fraction, what);
+    }
+    void tensorCompared(const TensorResult& result) override {
+        if (tensor_) {
+            tensor_(result);
+        }
+    }
+
+private:
+    ProgressFn progress_;
+    TensorResultFn tensor_;
+};
+
+} // namespace
 
 int runDiff(std::span<const std::string_view> args) {
     if (wantsHelp(args)) {
@@ -19,10 +43,10 @@ int runDiff(std::span<const std::string_view> args) {
         return kExitBadInput;
     }
     TerminalProgress terminal(std::cerr, !a.quiet && stderrIsTerminal());
-    const auto result = diffBundleDirs(a.bundles[0], a.bundles[1], a.options, terminal.progressFn(),
-                                       terminal.tensorFn());
+    TerminalListener listener(terminal);
+    const auto result = runDiffSession(a.bundles[0], a.bundles[1], a.options, listener);
     terminal.finish();
-    return reportDiff(result, a, "ttrace diff");
+    return reportDiff(*result, a, "ttrace diff");
 }
 
 } // namespace ttrace::cli

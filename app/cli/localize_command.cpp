@@ -4,9 +4,9 @@
 
 #include "ttrace/bundle.h"
 #include "ttrace/diff_engine.h"
-#include "ttrace/replay/agent_judge.h"
 #include "ttrace/replay/bundle_match.h"
 #include "ttrace/replay/localize_report.h"
+#include "ttrace/replay/localize_session.h"
 #include "ttrace/replay/token_file.h"
 
 #include <fstream>
@@ -40,37 +40,41 @@ std::vector<Suspect> namedSuspects(const LocalizeArgs& a, const AgentInfo& agent
     return out;
 }
 
-LocalizeResult runWalk(const LocalizeArgs& a, const AgentJudge& judge, const AgentInfo& agent,
-                       LocalizeTable& table) {
-    WalkCallbacks callbacks;
-    callbacks.onVerdict = [&table](const ModuleVerdict& v) { table.row(v); };
+// The comparison the walk starts from (and a reduction suspect is judged against); its
+// diagnostics are printed here, where the table's rows follow.
+std::shared_ptr<const DiffResult> diffToLocalize(const LocalizeArgs& a, LocalizeTable& table) {
     DiffOptions options;
     options.tolerance = a.tolerance;
     options.iteration = a.iteration;
     options.useCache = a.useCache;
+    auto diff =
+        std::make_shared<const DiffResult>(diffBundleDirs(a.bundles[0], a.bundles[1], options));
     if (!a.modules.empty()) {
-        // A suspect of the gradient reduction is judged against the diff (did its param grads
-        // agree?), as the walk and the explorer judge it.
-        if (a.phase != LocalizePhase::Reduction) {
-            return judgeNamed(namedSuspects(a, agent), std::cref(judge), callbacks);
-        }
-        const auto diff = diffBundleDirs(a.bundles[0], a.bundles[1], options);
-        return judgeNamed(namedSuspects(a, agent), std::cref(judge), callbacks,
-                          hasErrors(diff.diagnostics) ? nullptr : &diff);
+        return diff;
     }
-    const auto diff = diffBundleDirs(a.bundles[0], a.bundles[1], options);
-    for (const auto& d : diff.diagnostics) {
+    for (const auto& d : diff->diagnostics) {
         std::cerr << d.toString() << "\n";
     }
-    if (hasErrors(diff.diagnostics)) {
-        LocalizeResult r;
-        r.problems.push_back(
-            makeError(DiagnosticCode::BadBundles, a.bundles[1],
-                      "the bundles have errors (above): no reliable divergence to localize"));
-        return r;
+    if (!hasErrors(diff->diagnostics)) {
+        table.diffLine(*diff);
     }
-    table.diffLine(diff);
-    return walkDivergence(diff, std::cref(judge), callbacks);
+    return diff;
+}
+
+LocalizeResult runLocalizeRequest(const LocalizeArgs& a, AgentClient& client,
+                                  const AgentInfo& agent, LocalizeTable& table) {
+    LocalizeRequest request;
+    request.referenceBundle = a.bundles[0];
+    request.tolerance = a.tolerance;
+    request.suspects = namedSuspects(a, agent);
+    // A suspect of the gradient reduction is judged against the diff (did its param grads
+    // agree?), as the walk and the explorer judge it; other named suspects need none.
+    if (a.modules.empty() || a.phase == LocalizePhase::Reduction) {
+        request.diff = diffToLocalize(a, table);
+    }
+    LocalizeCallbacks callbacks;
+    callbacks.verdict = [&table](const ModuleVerdict& v) { table.row(v); };
+    return localize(client, agent, request, {}, callbacks);
 }
 
 // Why the agent must not judge this pair (it serves another capture), or empty.
@@ -105,13 +109,6 @@ int runLocalize(std::span<const std::string_view> args) {
     if (!token || !endpoint) {
         return fail((token ? endpoint.error() : token.error()).message);
     }
-    auto reference = openBundle(a.bundles[0]);
-    for (const auto& d : reference.diagnostics) {
-        std::cerr << "reference " << d.toString() << "\n";
-    }
-    if (!reference.ok()) {
-        return fail("the reference bundle " + a.bundles[0] + " cannot be used");
-    }
     ClientOptions options;
     options.endpoint = endpoint.value();
     options.token = token.value();
@@ -126,12 +123,9 @@ int runLocalize(std::span<const std::string_view> args) {
     if (const auto why = servesOtherBundles(a, agent.value()); !why.empty()) {
         return fail(why);
     }
-    AgentJudgeOptions judgeOptions;
-    judgeOptions.tolerance = a.tolerance;
-    const AgentJudge judge(client, agent.value(), *reference.bundle, judgeOptions);
     LocalizeTable table(std::cout);
     table.agentLine(agent.value(), a.agent);
-    const auto result = runWalk(a, judge, agent.value(), table);
+    const auto result = runLocalizeRequest(a, client, agent.value(), table);
     table.conclusion(result);
     const LocalizeContext context{a.bundles[0], a.bundles[1], options.endpoint, agent->agent,
                                   agent->worldSize};

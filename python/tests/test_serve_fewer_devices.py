@@ -121,7 +121,7 @@ def test_tp2_relaunch_localizes_like_the_live_job(
 
         rc, report, text = localize(reference, candidate, endpoint, job.token_file, tmp_path / "a")
         assert rc == 1, text
-        assert "layout     relaunched TP2 on 2 ranks of the captured TP2\u00d7DP2 on 4" in text
+        assert "layout     relaunched TP2, 2 ranks, of the captured TP2 x DP2, 4 ranks" in text
         assert verdicts(report) == verdicts(live_report)
         same = ("guilty", "guilty_phase", "guilty_parameters", "conclusion", "introduced")
         assert {k: report[k] for k in same} == {k: live_report[k] for k in same}

@@ -279,13 +279,13 @@ private slots:
         QCOMPARE(info->relaunchedLayout.parallel.at("dp"), 1);
         QVERIFY(relaunchIsSmaller(info.value()));
         QCOMPARE(relaunchLayoutLine(info.value()),
-                 std::string("relaunched TP2 on 2 ranks of the captured TP2×DP2 on 4: each rank "
-                             "replays 2 captured ranks in turn; replays that need the "
+                 std::string("relaunched TP2, 2 ranks, of the captured TP2 x DP2, 4 ranks: each "
+                             "rank replays 2 captured ranks in turn; replays that need the "
                              "data-parallel group are refused"));
         auto same = hello;
         same["relaunch"]["layout"]["relaunched"] = same["relaunch"]["layout"]["captured"];
         const auto full = ReplyHeader::parse(same.dump())->hello();
-        QCOMPARE(relaunchLayoutLine(full.value()), std::string("TP2×DP2 on 4 ranks, as captured"));
+        QCOMPARE(relaunchLayoutLine(full.value()), std::string("TP2 x DP2, 4 ranks, as captured"));
         auto broken = hello;
         broken["relaunch"]["layout"]["relaunched"]["parallel"]["dp"] = "one";
         QVERIFY(!ReplyHeader::parse(broken.dump())->hello().ok());

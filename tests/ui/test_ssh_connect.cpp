@@ -185,9 +185,9 @@ private slots:
         smaller.ranksPerRank = 2;
         QCOMPARE(codeChangesDetail(smaller),
                  QStringLiteral("relaunched from the bundles; the same code as captured\n"
-                                "layout: relaunched TP2 on 2 ranks of the captured TP2×DP2 on 4: "
-                                "each rank replays 2 captured ranks in turn; replays that need "
-                                "the data-parallel group are refused"));
+                                "layout: relaunched TP2, 2 ranks, of the captured TP2 x DP2, 4 "
+                                "ranks: each rank replays 2 captured ranks in turn; replays that "
+                                "need the data-parallel group are refused"));
     }
 
     void connectsOverSshAndLocalizesWithOneClick() {

@@ -196,11 +196,10 @@ void SshConnectDialog::wireLauncher() {
 
 void SshConnectDialog::onAgentConnected() {
     const auto& info = *session_->info();
-    agent_->setText(tr("Connected to %1 on %2 (%3 ranks, %4), through 127.0.0.1:%5.")
-                        .arg(QString::fromStdString(info.agent), target().destination)
-                        .arg(info.worldSize)
-                        .arg(agentLayout(info))
-                        .arg(launcher_->agentTarget().port));
+    agent_->setText(
+        tr("Connected to %1 on %2 (%3), through 127.0.0.1:%4.")
+            .arg(QString::fromStdString(info.agent), target().destination, agentLayout(info))
+            .arg(launcher_->agentTarget().port));
     const QString code = codeChangesDetail(info);
     code_->setText(code.isEmpty() ? tr("A live job's agent: it runs the captured code.")
                                   : colored(code, codeChanged(info) ? "#b45309" : "#15803d"));

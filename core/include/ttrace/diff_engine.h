@@ -47,10 +47,11 @@ struct DiffCallbacks {
     OpenedFn onOpened;
 };
 
-// The one path from two directories to a result, for every front end: checks the summary
-// cache, opens both bundles, reports them, then diffs. Bundles with errors are still diffed
-// (tensors that cannot be merged come out invalid); only a bundle that cannot be opened at all
-// ends it early. Never throws on bad input.
+// The diff session (diff_session.h) with callbacks instead of a listener, for callers that
+// want only the result: checks the summary cache by content, opens both bundles, reports them,
+// then diffs. Bundles with errors are still diffed (tensors that cannot be merged come out
+// invalid); only a bundle that cannot be opened at all ends it early. Never throws on bad
+// input.
 DiffResult diffBundleDirs(const std::filesystem::path& reference,
                           const std::filesystem::path& candidate, const DiffOptions& options,
                           const DiffCallbacks& callbacks);

@@ -1,7 +1,7 @@
 #pragma once
 // The stages of one diff, for front ends that run the per-tensor comparisons elsewhere (the MPI
-// front end compares a share of the tensors in each process). `diffBundleDirs` is these stages
-// run in one process; every front end calls the same functions, so the results are the same.
+// front end compares a share of the tensors in each process). The diff session
+// (diff_session.h) runs the same steps in one process, so the results are the same.
 #include "ttrace/diff_engine.h"
 
 #include <cstddef>

@@ -89,7 +89,7 @@ ModuleVerdict AgentJudge::operator()(const Suspect& suspect) const {
         }
         v.verdict = Verdict::NotReplayable;
         v.reason = refusalReason(e);
-        v.layoutRefused = e.code == ErrorCode::LayoutTooSmall;
+        v.refusedWith = e.code;
         v.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         return v;
     }

@@ -71,6 +71,11 @@ std::string localizeConclusion(const LocalizeResult& r) {
                      : "the input the job feeds forward (its data)");
     }
     if (!r.start && r.verdicts.empty()) {
+        // A run refused before any replay (a reference that cannot be opened, bundles with
+        // errors, an agent that failed) has looked at nothing: never "nothing diverges".
+        if (!r.problems.empty()) {
+            return "not localized: " + r.problems.back().message;
+        }
         return "nothing diverges";
     }
     if (r.undetermined()) {

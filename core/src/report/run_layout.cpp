@@ -1,37 +1,11 @@
 #include "ttrace/run_layout.h"
 
-#include <array>
-#include <string_view>
+#include "ttrace/parallel_layout_text.h"
 
 namespace ttrace {
-namespace {
-
-std::string ranksText(int ranks) {
-    return std::to_string(ranks) + (ranks == 1 ? " rank" : " ranks");
-}
-
-} // namespace
 
 std::string layoutText(const Manifest& manifest) {
-    // The order users name layouts in (Megatron's TP x CP x PP x DP, experts last).
-    static constexpr std::array<std::string_view, 6> kOrder = {"tp", "cp", "pp", "vpp", "dp", "ep"};
-    std::string sizes;
-    for (const auto name : kOrder) {
-        const auto it = manifest.parallel.find(std::string(name));
-        if (it == manifest.parallel.end() || it->second <= 1) {
-            continue;
-        }
-        std::string upper(name);
-        for (auto& c : upper) {
-            c = static_cast<char>(c - 'a' + 'A');
-        }
-        sizes += (sizes.empty() ? "" : " x ") + upper + std::to_string(it->second);
-    }
-    const auto ranks = ranksText(manifest.worldSize);
-    if (sizes.empty()) {
-        return manifest.worldSize <= 1 ? "single process" : ranks;
-    }
-    return sizes + ", " + ranks;
+    return parallelLayoutText(manifest.parallel, manifest.worldSize);
 }
 
 std::string sideLayoutText(const DiffSummary& summary, bool reference) {

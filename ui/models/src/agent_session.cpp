@@ -1,11 +1,11 @@
 #include "ttrace/ui/models/agent_session.h"
 
+#include "ttrace/parallel_layout_text.h"
 #include "ttrace/replay/relaunch_layout_text.h"
 #include "ttrace/replay/token_file.h"
 #include "ttrace/ui/models/code_changes_text.h"
 
 #include <QCoreApplication>
-#include <QStringList>
 
 namespace ttrace::ui {
 namespace {
@@ -21,13 +21,7 @@ QString tr(const char* text) {
 } // namespace
 
 QString agentLayout(const replay::AgentInfo& info) {
-    QStringList parts;
-    for (const auto& [name, size] : info.parallel) {
-        if (size > 1) {
-            parts << QStringLiteral("%1%2").arg(qstr(name).toUpper()).arg(size);
-        }
-    }
-    return parts.isEmpty() ? tr("single device") : parts.join(QStringLiteral("×"));
+    return qstr(parallelLayoutText(info.parallel, info.worldSize));
 }
 
 AgentSession::AgentSession(QObject* parent)
@@ -117,10 +111,8 @@ QString AgentSession::statusText() const {
     case State::Failed: return tr("agent: not connected (%1)").arg(error_);
     case State::Connected: break;
     }
-    QString text = tr("agent: %1 · %2 · %3 ranks · %4")
-                       .arg(target_.hostPort(), qstr(info_->agent))
-                       .arg(info_->worldSize)
-                       .arg(agentLayout(*info_));
+    QString text =
+        tr("agent: %1 · %2 · %3").arg(target_.hostPort(), qstr(info_->agent), agentLayout(*info_));
     if (info_->relaunched) {
         text += codeChanged(*info_)
                     ? tr(" · code CHANGED since capture (%1)").arg(info_->codeChanges.size())
@@ -128,8 +120,10 @@ QString AgentSession::statusText() const {
     }
     if (replay::relaunchIsSmaller(*info_)) {
         text += tr(" · relaunched %1 of %2")
-                    .arg(qstr(replay::layoutName(info_->relaunchedLayout.parallel)),
-                         qstr(replay::layoutName(info_->capturedLayout.parallel)));
+                    .arg(qstr(parallelLayoutText(info_->relaunchedLayout.parallel,
+                                                 info_->relaunchedLayout.worldSize)),
+                         qstr(parallelLayoutText(info_->capturedLayout.parallel,
+                                                 info_->capturedLayout.worldSize)));
     }
     if (busy_) {
         text += tr(" · busy");

@@ -2,6 +2,7 @@
 // What `ttrace localize` found: one verdict per replayed module, in the order judged, and the
 // modules (or the optimizer phase and its parameters) that hold the bug.
 #include "ttrace/diagnostic.h"
+#include "ttrace/replay/replay_error.h"
 #include "ttrace/replay/replay_judge.h"
 
 #include <cstdint>
@@ -48,9 +49,12 @@ struct ModuleVerdict {
     double seconds = 0.0;      // request to judgement, as seen by the client
     ReplayJudgement judgement; // per tensor
     int level = 0;             // 0 for a root of the walk, 1 for its children, ...
+    // The agent's typed error when it refused the replay (NotReplayable by the agent's word).
+    std::optional<ErrorCode> refusedWith;
+
     // The agent refused it for its layout (`layout_too_small`: a relaunch without a group the
     // replay needs): another agent could judge it, so it is no answer, not a module's trait.
-    bool layoutRefused = false;
+    [[nodiscard]] bool layoutRefused() const { return refusedWith == ErrorCode::LayoutTooSmall; }
 };
 
 struct LocalizeResult {
@@ -72,7 +76,7 @@ struct LocalizeResult {
     // Some replay was refused because the agent's relaunch is smaller than the job.
     [[nodiscard]] bool layoutRefused() const {
         for (const auto& v : verdicts) {
-            if (v.layoutRefused) {
+            if (v.layoutRefused()) {
                 return true;
             }
         }

@@ -1,7 +1,7 @@
 #pragma once
-// Does the long work of opening and comparing two bundles through the core engine. Lives on the
-// LoadController's thread; everything it reports goes out as signals tagged with the job id, so
-// the controller can drop results of a job that was superseded or cancelled.
+// Runs the core's diff session (ttrace/diff_session.h) for the explorer. Lives on the
+// LoadController's thread; everything the session reports goes out as signals tagged with the
+// job id, so the controller can drop results of a job that was superseded or cancelled.
 #include "ttrace/diff_engine.h"
 #include "ttrace/manifest.h"
 
@@ -21,26 +21,10 @@ public:
 
     explicit LoadWorker(QObject* parent = nullptr);
 
-    // Runs on the worker thread: opens both bundles, reports their metadata, then diffs them,
-    // streaming tensor results in batches.
+    // Runs on the worker thread: the manifests' metadata, a provisional result from the summary
+    // cache and its check, or the open and the diff, streaming tensor results in batches.
     void run(quint64 job, const QString& reference, const QString& candidate,
              const ttrace::DiffOptions& options, const CancelFlag& cancel);
-
-private:
-    // What became of the cached comparison the pair's file stamps pointed at.
-    enum class Seen { None, Verified, Stale, Cancelled };
-
-    // Emits metadataReady from the manifests alone; false when either cannot be read.
-    bool showManifests(quint64 job, const QString& reference, const QString& candidate);
-    // Shows the entry the stamps point at as provisional, then checks it by content: finished
-    // when the bytes are those it was computed from, cacheStale when they are not.
-    Seen showSeen(quint64 job, const QString& reference, const QString& candidate,
-                  const ttrace::DiffOptions& options, const CancelFlag& cancel);
-    void runDiff(quint64 job, const QString& reference, const QString& candidate,
-                 const ttrace::DiffOptions& options, const CancelFlag& cancel);
-    // Opens and compares (the summary cache is consulted by content first).
-    void compare(quint64 job, const QString& reference, const QString& candidate,
-                 const ttrace::DiffOptions& options, const CancelFlag& cancel, bool treeShown);
 
 signals:
     void progress(quint64 job, double fraction, const QString& what);

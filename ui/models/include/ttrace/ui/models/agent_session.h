@@ -37,7 +37,7 @@ public:
     // A localize job is using the agent.
     void setBusy(bool busy);
     [[nodiscard]] bool busy() const { return busy_; }
-    // "connected to 127.0.0.1:41733 · ttrace 0.1.0 · 4 ranks · TP2×DP2", "disconnected", ...
+    // "connected to 127.0.0.1:41733 · ttrace 0.1.0 · TP2 x DP2, 4 ranks", "disconnected", ...
     [[nodiscard]] QString statusText() const;
 
 signals:
@@ -56,7 +56,8 @@ private:
     bool busy_ = false;
 };
 
-// "TP2×DP2" from the agent's parallel sizes ("single device" when all are 1).
+// "TP2 x DP2, 4 ranks": the agent's layout as the diff report words one
+// (parallel_layout_text.h).
 QString agentLayout(const replay::AgentInfo& info);
 
 } // namespace ttrace::ui
