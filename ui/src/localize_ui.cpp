@@ -92,6 +92,13 @@ LocalizeUi::LocalizeUi(const LocalizeUiParts& parts, QObject* parent)
     });
     connect(parts.tree, &LayerTreePane::currentModuleChanged, this, &LocalizeUi::updateActions);
 
+    connectController();
+    updateActions();
+}
+
+LocalizeUi::~LocalizeUi() = default;
+
+void LocalizeUi::connectController() {
     connect(controller_, &LocalizeController::started, this, [this](int expected) {
         progress_->begin(expected);
         session_->setBusy(true);
@@ -116,10 +123,7 @@ LocalizeUi::LocalizeUi(const LocalizeUiParts& parts, QObject* parent)
         parts_.drill->refreshReplay();
     });
     connect(controller_, &LocalizeController::finished, this, &LocalizeUi::onFinished);
-    updateActions();
 }
-
-LocalizeUi::~LocalizeUi() = default;
 
 QProgressBar* LocalizeUi::progressBar() const {
     return progress_->bar();

@@ -80,6 +80,8 @@ signals:
     void localizeFinished(const ttrace::replay::LocalizeResult& result);
 
 private:
+    // Shows the localize job as it reports: status bar, tree badges, drill-down.
+    void connectController();
     void updateActions();
     void announceAgent();
     // Why the shown result cannot be localized (a refused pair, nothing compared); empty: it can.
