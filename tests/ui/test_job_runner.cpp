@@ -63,10 +63,13 @@ private slots:
         std::vector<QString> delivered;
         Gate gate;
         std::atomic<bool> laterRan{false};
+        std::atomic<bool> firstRunning{false};
         const JobContext first = runner.start([&](const JobContext& job) {
+            firstRunning.store(true);
             gate.waitOpen();
             job.post([&] { delivered.push_back(QStringLiteral("first")); });
         });
+        QTRY_VERIFY(firstRunning.load()); // superseded while it runs, not before its turn
         // Queued behind the first, superseded before its turn: never runs.
         runner.start([&](const JobContext&) { laterRan.store(true); });
         const JobContext last = runner.start([&](const JobContext& job) {
