@@ -1,99 +1,71 @@
 #include "ttrace/ui/load_controller.h"
 
+#include "ttrace/ui/load_worker.h"
+
+#include <type_traits>
+
 namespace ttrace::ui {
 
 LoadController::LoadController(QObject* parent)
-    : QObject(parent)
-    , worker_(new LoadWorker) {
-    thread_.setObjectName(QStringLiteral("ttrace-loader"));
-    worker_->moveToThread(&thread_);
-    connect(&thread_, &QThread::finished, worker_, &QObject::deleteLater);
+    : QObject(parent) {}
 
-    // The worker emits from its own thread (and the engine's); these connections are queued, so
-    // every handler below runs on the GUI thread. Results of an older job are dropped.
-    connect(worker_, &LoadWorker::progress, this, [this](quint64 job, double f, const QString& w) {
-        if (job == job_ && running_) {
-            emit progress(f, w);
-        }
-    });
-    connect(worker_, &LoadWorker::metadataReady, this,
-            [this](quint64 job, const Manifest& ref, const Manifest& cand) {
-                if (job == job_ && running_) {
-                    emit metadataReady(ref, cand);
+LoadController::~LoadController() = default; // the runner cancels the job and waits for it
+
+template <typename... From, typename... To>
+void LoadController::relay(LoadWorker& worker, const JobContext& job,
+                           void (LoadWorker::*from)(quint64, From...),
+                           void (LoadController::*to)(To...), bool last) {
+    // Direct: runs on the emitting thread (the worker's or the engine's) and only posts.
+    connect(
+        &worker, from, &worker,
+        [this, job, to, last](quint64, From... args) {
+            job.post([this, to, last, ... args = std::decay_t<From>(args)] {
+                if (last) {
+                    runner_.end();
                 }
+                (this->*to)(args...);
             });
-    connect(worker_, &LoadWorker::tensorsCompared, this,
-            [this](quint64 job, const std::vector<TensorResult>& batch) {
-                if (job == job_ && running_) {
-                    emit tensorsCompared(batch);
-                }
-            });
-    connect(worker_, &LoadWorker::problemsFound, this,
-            [this](quint64 job, const Diagnostics& problems, bool fatal) {
-                if (job != job_ || !running_) {
-                    return;
-                }
+        },
+        Qt::DirectConnection);
+}
+
+void LoadController::run(const JobContext& job, const QString& reference, const QString& candidate,
+                         const DiffOptions& options) {
+    LoadWorker worker;
+    relay(worker, job, &LoadWorker::progress, &LoadController::progress);
+    relay(worker, job, &LoadWorker::metadataReady, &LoadController::metadataReady);
+    relay(worker, job, &LoadWorker::tensorsCompared, &LoadController::tensorsCompared);
+    relay(worker, job, &LoadWorker::provisional, &LoadController::provisional);
+    relay(worker, job, &LoadWorker::cacheStale, &LoadController::cacheStale);
+    relay(worker, job, &LoadWorker::finished, &LoadController::finished, true);
+    relay(worker, job, &LoadWorker::cancelled, &LoadController::cancelled, true);
+    // Fatal problems are the job's end too: reported, then `failed`.
+    connect(
+        &worker, &LoadWorker::problemsFound, &worker,
+        [this, job](quint64, const Diagnostics& problems, bool fatal) {
+            job.post([this, problems, fatal] {
                 emit problemsFound(problems, fatal);
                 if (fatal) {
-                    running_ = false;
+                    runner_.end();
                     emit failed();
                 }
             });
-    connect(worker_, &LoadWorker::provisional, this,
-            [this](quint64 job, const std::shared_ptr<const DiffResult>& result) {
-                if (job == job_ && running_) {
-                    emit provisional(result);
-                }
-            });
-    connect(worker_, &LoadWorker::cacheStale, this, [this](quint64 job) {
-        if (job == job_ && running_) {
-            emit cacheStale();
-        }
-    });
-    connect(worker_, &LoadWorker::finished, this,
-            [this](quint64 job, const std::shared_ptr<const DiffResult>& result) {
-                if (job == job_ && running_) {
-                    running_ = false;
-                    emit finished(result);
-                }
-            });
-    connect(worker_, &LoadWorker::cancelled, this, [this](quint64 job) {
-        if (job == job_ && running_) {
-            running_ = false;
-            emit cancelled();
-        }
-    });
-    thread_.start();
-}
-
-LoadController::~LoadController() {
-    if (cancel_) {
-        cancel_->store(true);
-    }
-    thread_.quit();
-    thread_.wait();
+        },
+        Qt::DirectConnection);
+    worker.run(job.id(), reference, candidate, options, job.token().flag());
 }
 
 void LoadController::start(const QString& reference, const QString& candidate,
                            const DiffOptions& options) {
-    if (cancel_) {
-        cancel_->store(true);
-    }
-    cancel_ = std::make_shared<std::atomic<bool>>(false);
-    const quint64 job = ++job_;
-    running_ = true;
+    runner_.start([this, reference, candidate, options](const JobContext& job) {
+        run(job, reference, candidate, options);
+    });
     emit started();
-    QMetaObject::invokeMethod(
-        worker_,
-        [worker = worker_, job, reference, candidate, options, flag = cancel_] {
-            worker->run(job, reference, candidate, options, flag);
-        },
-        Qt::QueuedConnection);
 }
 
 void LoadController::cancel() {
-    if (cancel_ && running_) {
-        cancel_->store(true);
+    if (runner_.isRunning()) {
+        runner_.cancel();
     }
 }
 

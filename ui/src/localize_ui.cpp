@@ -13,10 +13,10 @@
 #include "ttrace/ui/models/localize_controller.h"
 #include "ttrace/ui/models/localize_summary.h"
 #include "ttrace/ui/models/tensor_columns.h"
+#include "ttrace/ui/progress_cancel_widget.h"
 #include "ttrace/verdict_text.h"
 
 #include <QAction>
-#include <QLabel>
 #include <QMessageBox>
 #include <QProgressBar>
 #include <QPushButton>
@@ -50,9 +50,8 @@ LocalizeUi::LocalizeUi(const LocalizeUiParts& parts, QObject* parent)
     , session_(new AgentSession(this))
     , controller_(new LocalizeController(this))
     , status_(new AgentStatusWidget(session_, parts.window))
-    , progress_(new QProgressBar(parts.window))
-    , progressText_(new QLabel(parts.window))
-    , cancelButton_(new QPushButton(tr("Cancel Localize"), parts.window)) {
+    , cancel_(new QAction(tr("Cancel Localize"), this))
+    , progress_(new ProgressCancelWidget(cancel_, tr("Cancel Localize"), parts.window)) {
     QStyle* style = parts.window->style();
     connect_ =
         new QAction(style->standardIcon(QStyle::SP_DriveNetIcon), tr("&Connect to Agent…"), this);
@@ -70,28 +69,21 @@ LocalizeUi::LocalizeUi(const LocalizeUiParts& parts, QObject* parent)
     localizeAll_->setShortcut(Qt::CTRL | Qt::SHIFT | Qt::Key_L);
     localizeAll_->setToolTip(tr("Replay the divergent modules in causal order from the first "
                                 "divergence in time (Ctrl+Shift+L)"));
-    cancel_ = new QAction(tr("Cancel Localize"), this);
     cancel_->setObjectName(QStringLiteral("cancelLocalizeAction"));
 
-    progress_->setObjectName(QStringLiteral("localizeProgress"));
-    progress_->setMaximumWidth(200);
-    progress_->setTextVisible(true);
-    progress_->setFormat(QStringLiteral("%v / %m"));
-    cancelButton_->setObjectName(QStringLiteral("cancelLocalizeButton"));
-    parts.statusBar->addPermanentWidget(progressText_);
+    QProgressBar* bar = progress_->bar();
+    bar->setObjectName(QStringLiteral("localizeProgress"));
+    bar->setMaximumWidth(200);
+    bar->setTextVisible(true);
+    bar->setFormat(QStringLiteral("%v / %m"));
+    progress_->cancelButton()->setObjectName(QStringLiteral("cancelLocalizeButton"));
     parts.statusBar->addPermanentWidget(progress_);
-    parts.statusBar->addPermanentWidget(cancelButton_);
     parts.statusBar->addPermanentWidget(status_);
-    for (QWidget* w : {static_cast<QWidget*>(progress_), static_cast<QWidget*>(progressText_),
-                       static_cast<QWidget*>(cancelButton_)}) {
-        w->hide();
-    }
 
     connect(connect_, &QAction::triggered, this, [this] { chooseAgent(); });
     connect(localize_, &QAction::triggered, this, [this] { localizeSelected(); });
     connect(localizeAll_, &QAction::triggered, this, [this] { localizeAll(); });
     connect(cancel_, &QAction::triggered, controller_, &LocalizeController::cancel);
-    connect(cancelButton_, &QPushButton::clicked, cancel_, &QAction::trigger);
     connect(session_, &AgentSession::stateChanged, this, &LocalizeUi::updateActions);
     connect(session_, &AgentSession::stateChanged, this, [this](AgentSession::State state) {
         if (state == AgentSession::State::Connected && !session_->busy()) {
@@ -100,27 +92,29 @@ LocalizeUi::LocalizeUi(const LocalizeUiParts& parts, QObject* parent)
     });
     connect(parts.tree, &LayerTreePane::currentModuleChanged, this, &LocalizeUi::updateActions);
 
+    connectController();
+    updateActions();
+}
+
+LocalizeUi::~LocalizeUi() = default;
+
+void LocalizeUi::connectController() {
     connect(controller_, &LocalizeController::started, this, [this](int expected) {
-        progress_->setRange(0, expected);
-        progress_->setValue(0);
-        for (QWidget* w : {static_cast<QWidget*>(progress_), static_cast<QWidget*>(progressText_),
-                           static_cast<QWidget*>(cancelButton_)}) {
-            w->show();
-        }
+        progress_->begin(expected);
         session_->setBusy(true);
         updateActions();
     });
     connect(controller_, &LocalizeController::replaying, this,
             [this](const QString& module, int done, int expected) {
-                progress_->setRange(0, expected);
+                progress_->setRange(expected);
                 progress_->setValue(done);
-                progressText_->setText(module.isEmpty() ? tr("Replaying the optimizer step…")
-                                                        : tr("Replaying %1…").arg(module));
+                progress_->setText(module.isEmpty() ? tr("Replaying the optimizer step…")
+                                                    : tr("Replaying %1…").arg(module));
                 parts_.model->setReplaying(module.toStdString());
             });
     connect(controller_, &LocalizeController::waiting, this, [this](double seconds, bool busy) {
-        progressText_->setText(
-            progressText_->text().section(QStringLiteral(" ("), 0, 0) +
+        progress_->setText(
+            progress_->text().section(QStringLiteral(" ("), 0, 0) +
             tr(" (%1 s%2)").arg(seconds, 0, 'f', 0).arg(busy ? tr(", agent busy") : QString()));
     });
     connect(controller_, &LocalizeController::verdictReady, this, [this](const ModuleVerdict& v) {
@@ -129,10 +123,11 @@ LocalizeUi::LocalizeUi(const LocalizeUiParts& parts, QObject* parent)
         parts_.drill->refreshReplay();
     });
     connect(controller_, &LocalizeController::finished, this, &LocalizeUi::onFinished);
-    updateActions();
 }
 
-LocalizeUi::~LocalizeUi() = default;
+QProgressBar* LocalizeUi::progressBar() const {
+    return progress_->bar();
+}
 
 bool LocalizeUi::isRunning() const {
     return controller_->isRunning();
@@ -267,10 +262,7 @@ void LocalizeUi::onFinished(const LocalizeResult& result) {
     view->resizeColumnToContents(kNameColumn);
     view->setColumnWidth(kNameColumn, std::clamp(view->columnWidth(kNameColumn), 210, 330));
     parts_.drill->refreshReplay();
-    for (QWidget* w : {static_cast<QWidget*>(progress_), static_cast<QWidget*>(progressText_),
-                       static_cast<QWidget*>(cancelButton_)}) {
-        w->hide();
-    }
+    progress_->end();
     session_->setBusy(false);
     parts_.headline->setConclusion(localizeConclusion(result), result.introduced());
     updateActions();

@@ -18,6 +18,7 @@
 #include "ttrace/ui/open_pair_dialog.h"
 #include "ttrace/ui/phase_timeline.h"
 #include "ttrace/ui/problems_banner.h"
+#include "ttrace/ui/progress_cancel_widget.h"
 #include "ttrace/ui/remote_connect_ui.h"
 #include "ttrace/ui/run_summary_bar.h"
 #include "ttrace/ui/selection_navigator.h"
@@ -310,24 +311,16 @@ void MainWindow::createMenus() {
 
 void MainWindow::createStatusBar() {
     progressText_ = new QLabel(this);
-    progress_ = new QProgressBar(this);
-    progress_->setRange(0, 1000);
-    progress_->setMaximumWidth(220);
-    progress_->setTextVisible(false);
-    cancelButton_ = new QPushButton(tr("Cancel"), this);
-    cancelButton_->setObjectName(QStringLiteral("cancelButton"));
     cancel_ = new QAction(tr("Cancel Loading"), this);
     cancel_->setShortcut(Qt::Key_Escape);
     connect(cancel_, &QAction::triggered, loader_, &LoadController::cancel);
-    connect(cancelButton_, &QPushButton::clicked, cancel_, &QAction::trigger);
     addAction(cancel_);
+    progress_ = new ProgressCancelWidget(cancel_, tr("Cancel"), this);
+    progress_->bar()->setMaximumWidth(220);
+    progress_->bar()->setTextVisible(false);
+    progress_->cancelButton()->setObjectName(QStringLiteral("cancelButton"));
     statusBar()->addWidget(progressText_, 1);
     statusBar()->addPermanentWidget(progress_);
-    statusBar()->addPermanentWidget(cancelButton_);
-    for (QWidget* w : {static_cast<QWidget*>(progress_), static_cast<QWidget*>(cancelButton_)}) {
-        w->hide();
-    }
-    cancel_->setEnabled(false);
     statusBar()->showMessage(tr("Open a reference and a candidate bundle (File > Open) or drop "
                                 "two bundle folders on the window."));
 }
@@ -384,10 +377,7 @@ void MainWindow::onLoadStarted() {
     warningsDock_->hide();
     summary_->setBundles(reference_, candidate_);
     summary_->setLoading(0.0);
-    progress_->setValue(0);
-    progress_->show();
-    cancelButton_->show();
-    cancel_->setEnabled(true);
+    progress_->begin(1000);
     statusBar()->clearMessage();
     progressText_->setText(tr("Opening bundles…"));
 }
@@ -461,9 +451,7 @@ void MainWindow::onFinished(const std::shared_ptr<const DiffResult>& result) {
     }
     localizeUi_->setResult(result);
     updateVerdict();
-    progress_->hide();
-    cancelButton_->hide();
-    cancel_->setEnabled(false);
+    progress_->end();
     statusBar()->clearMessage();
     progressText_->setText(
         checked ? tr("Compared %1 tensors (summary cache, checked against the bundles' bytes).")
@@ -593,9 +581,7 @@ void MainWindow::onStopped(const QString& why) {
     // A cached result never checked against the bundles is not left on screen as an answer.
     dropProvisional();
     statusBar()->clearMessage();
-    progress_->hide();
-    cancelButton_->hide();
-    cancel_->setEnabled(false);
+    progress_->end();
     progressText_->setText(why);
     if (hasErrors(shownProblems_)) {
         // The words `ttrace diff` ends with for the same pair.

@@ -28,7 +28,7 @@ AgentSession::AgentSession(QObject* parent)
     : QObject(parent) {}
 
 // The client's destructor completes a pending handshake with Closed on its owner thread; the
-// completion posts to this object, which Qt discards with the object's pending events.
+// completion is posted through the runner, which drops it (or is already gone).
 AgentSession::~AgentSession() = default;
 
 void AgentSession::connectTo(const AgentTarget& target) {
@@ -36,7 +36,7 @@ void AgentSession::connectTo(const AgentTarget& target) {
     client_.reset();
     info_.reset();
     error_.clear();
-    const quint64 generation = ++generation_;
+    const JobContext job = handshake_.begin(); // an earlier handshake's answer is dropped
     const auto endpoint = replay::endpointFromHostPort(target.hostPort().toStdString());
     if (!endpoint) {
         fail(qstr(endpoint.error().message));
@@ -57,16 +57,15 @@ void AgentSession::connectTo(const AgentTarget& target) {
     client_ = std::make_shared<replay::AgentClient>(options);
     state_ = State::Connecting;
     emit stateChanged(state_);
-    client_->hello([this, generation](replay::Result<replay::AgentInfo> reply) {
-        QMetaObject::invokeMethod(
-            this, [this, generation, reply] { onHello(generation, reply); }, Qt::QueuedConnection);
+    client_->hello([this, job](const replay::Result<replay::AgentInfo>& reply) {
+        // Shared, not copied into each wrapper the delivery passes through.
+        auto answer = std::make_shared<const replay::Result<replay::AgentInfo>>(reply);
+        job.post([this, answer] { onHello(*answer); });
     });
 }
 
-void AgentSession::onHello(quint64 generation, const replay::Result<replay::AgentInfo>& reply) {
-    if (generation != generation_) {
-        return;
-    }
+void AgentSession::onHello(const replay::Result<replay::AgentInfo>& reply) {
+    handshake_.end();
     if (!reply) {
         client_.reset();
         fail(tr("handshake with %1 failed: %2")
@@ -85,7 +84,7 @@ void AgentSession::fail(const QString& why) {
 }
 
 void AgentSession::disconnectAgent() {
-    ++generation_;
+    handshake_.end();
     client_.reset();
     info_.reset();
     error_.clear();

@@ -38,63 +38,40 @@ ElementInspector::ElementInspector(QObject* parent)
     qRegisterMetaType<ElementReport>("ttrace::ElementReport");
 }
 
-ElementInspector::~ElementInspector() {
-    cancel();
-    join(); // the job posts to this object only through queued calls, dropped with it
-}
-
-void ElementInspector::join() {
-    if (thread_.joinable()) {
-        thread_.join();
-    }
-}
+ElementInspector::~ElementInspector() = default; // the runner cancels and waits
 
 void ElementInspector::cancel() {
-    if (cancel_) {
-        cancel_->store(true);
-    }
+    runner_.cancel();
 }
 
 void ElementInspector::start(const QString& reference, const QString& candidate,
                              ElementQuery query) {
-    cancel();
-    join(); // a cancelled job returns at its next progress report
-    cancel_ = std::make_shared<std::atomic<bool>>(false);
-    const quint64 job = ++job_;
-    running_ = true;
+    // The runner cancels the job still running; this one runs once it has returned.
+    runner_.start([this, reference, candidate, query = std::move(query)](const JobContext& job) {
+        run(job, reference, candidate, query);
+    });
     emit started();
-    auto post = [this, job](auto f) {
-        QMetaObject::invokeMethod(
-            this,
-            [this, job, f = std::move(f)] {
-                if (job == job_) {
-                    f();
-                }
-            },
-            Qt::QueuedConnection);
-    };
-    thread_ = std::thread([post, pair = pair_, cancel = cancel_, reference, candidate,
-                           query = std::move(query), this] {
-        const ProgressFn onProgress = [&](double f, std::string_view) {
-            post([this, f] { emit progress(f); });
-            return !cancel->load();
-        };
-        ElementReport report;
-        {
-            std::lock_guard lock(pair->mutex);
-            pair->open(reference, candidate);
-            if (pair->reference && pair->candidate) {
-                report = inspectElements(*pair->reference, *pair->candidate, query, onProgress);
-            } else {
-                report.id = query.id;
-                report.problems = pair->problems;
-            }
+}
+
+void ElementInspector::run(const JobContext& job, const QString& reference,
+                           const QString& candidate, const ElementQuery& query) {
+    const ProgressFn onProgress = job.token().progress(
+        [this, &job](double f, std::string_view) { job.post([this, f] { emit progress(f); }); });
+    ElementReport report;
+    {
+        std::lock_guard lock(pair_->mutex);
+        pair_->open(reference, candidate);
+        if (pair_->reference && pair_->candidate) {
+            report = inspectElements(*pair_->reference, *pair_->candidate, query, onProgress);
+        } else {
+            report.id = query.id;
+            report.problems = pair_->problems;
         }
-        report.cancelled = report.cancelled || cancel->load();
-        post([this, report = std::move(report)] {
-            running_ = false;
-            emit finished(report);
-        });
+    }
+    report.cancelled = report.cancelled || job.cancelled();
+    job.post([this, report = std::move(report)] {
+        runner_.end();
+        emit finished(report);
     });
 }
 

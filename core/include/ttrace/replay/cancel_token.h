@@ -3,6 +3,7 @@
 // it at its next turn (within milliseconds) and completes the request with Cancelled.
 #include <atomic>
 #include <memory>
+#include <utility>
 
 namespace ttrace::replay {
 
@@ -10,6 +11,9 @@ class CancelToken {
 public:
     CancelToken()
         : flag_(std::make_shared<std::atomic<bool>>(false)) {}
+    // Shares a flag a front end already cancels through (its job runner's token).
+    explicit CancelToken(std::shared_ptr<std::atomic<bool>> flag)
+        : flag_(std::move(flag)) {}
     void cancel() const { flag_->store(true); }
     [[nodiscard]] bool cancelled() const { return flag_->load(); }
 

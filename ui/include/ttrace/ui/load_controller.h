@@ -1,15 +1,16 @@
 #pragma once
-// Owns the one loading thread of the explorer (RenderDoc's "one owner thread" pattern): starts
-// jobs on it, forwards their progress and results to the GUI thread as queued signals, cancels
-// them, and drops whatever a superseded job still reports.
+// Loads and compares a pair of bundles in the background: runs a LoadWorker per job on its
+// JobRunner's thread and re-emits what the worker reports as signals on the GUI thread. The
+// runner drops whatever a superseded or ended job still reports.
 #include "ttrace/diff_engine.h"
 #include "ttrace/manifest.h"
-#include "ttrace/ui/load_worker.h"
+#include "ttrace/ui/models/job_runner.h"
 
 #include <QObject>
-#include <QThread>
 
 namespace ttrace::ui {
+
+class LoadWorker;
 
 class LoadController : public QObject {
     Q_OBJECT
@@ -22,7 +23,7 @@ public:
                const ttrace::DiffOptions& options = {});
     // Asks the running job to stop; `cancelled` follows once the engine has noticed.
     void cancel();
-    [[nodiscard]] bool isRunning() const { return running_; }
+    [[nodiscard]] bool isRunning() const { return runner_.isRunning(); }
 
 signals:
     void started();
@@ -39,11 +40,17 @@ signals:
     void cancelled();
 
 private:
-    QThread thread_;
-    LoadWorker* worker_ = nullptr; // lives on thread_, deleted when it finishes
-    quint64 job_ = 0;
-    LoadWorker::CancelFlag cancel_;
-    bool running_ = false;
+    // On the runner's thread: wires a worker's signals to the job's posts and runs it.
+    void run(const JobContext& job, const QString& reference, const QString& candidate,
+             const ttrace::DiffOptions& options);
+    // Forwards the worker's `from(job, args...)` as this object's `to(args...)` on the GUI
+    // thread; with `last`, the job ends as it is delivered (nothing of it follows).
+    template <typename... From, typename... To>
+    void relay(LoadWorker& worker, const JobContext& job,
+               void (LoadWorker::*from)(quint64, From...), void (LoadController::*to)(To...),
+               bool last = false);
+
+    JobRunner runner_{QStringLiteral("ttrace-loader")};
 };
 
 } // namespace ttrace::ui

@@ -16,9 +16,7 @@
 #include <optional>
 
 class QAction;
-class QLabel;
 class QProgressBar;
-class QPushButton;
 class QStatusBar;
 class QWidget;
 
@@ -31,6 +29,7 @@ class HeadlineBar;
 class LayerTreeModel;
 class LayerTreePane;
 class LocalizeController;
+class ProgressCancelWidget;
 
 struct LocalizeUiParts {
     QWidget* window = nullptr;
@@ -53,7 +52,7 @@ public:
     [[nodiscard]] QAction* cancelAction() const { return cancel_; }
     [[nodiscard]] AgentSession* session() const { return session_; }
     [[nodiscard]] AgentStatusWidget* statusWidget() const { return status_; }
-    [[nodiscard]] QProgressBar* progressBar() const { return progress_; }
+    [[nodiscard]] QProgressBar* progressBar() const;
     [[nodiscard]] bool isRunning() const;
 
     // A new pair of bundles is being opened / has been compared.
@@ -81,6 +80,8 @@ signals:
     void localizeFinished(const ttrace::replay::LocalizeResult& result);
 
 private:
+    // Shows the localize job as it reports: status bar, tree badges, drill-down.
+    void connectController();
     void updateActions();
     void announceAgent();
     // Why the shown result cannot be localized (a refused pair, nothing compared); empty: it can.
@@ -93,13 +94,11 @@ private:
     AgentSession* session_;
     LocalizeController* controller_;
     AgentStatusWidget* status_;
-    QProgressBar* progress_;
-    QLabel* progressText_;
-    QPushButton* cancelButton_;
+    QAction* cancel_;
+    ProgressCancelWidget* progress_;
     QAction* connect_;
     QAction* localize_;
     QAction* localizeAll_;
-    QAction* cancel_;
     QString reference_;
     QString candidate_;
     std::shared_ptr<const DiffResult> result_;

@@ -15,8 +15,6 @@ class QAction;
 class QDockWidget;
 class QLabel;
 class QMenu;
-class QProgressBar;
-class QPushButton;
 
 namespace ttrace::ui {
 
@@ -28,6 +26,7 @@ class LayerTreePane;
 class LoadController;
 class LocalizeUi;
 class PhaseTimeline;
+class ProgressCancelWidget;
 class SelectionNavigator;
 class ProblemsBanner;
 class RunSummaryBar;
@@ -122,9 +121,8 @@ private:
     ProblemsBanner* problems_;
     LayerTreePane* tree_;
     DrillDownPane* drill_;
-    QProgressBar* progress_ = nullptr;
-    QLabel* progressText_ = nullptr;
-    QPushButton* cancelButton_ = nullptr;
+    ProgressCancelWidget* progress_ = nullptr; // loading's bar and Cancel
+    QLabel* progressText_ = nullptr;           // the status line: what loading does, how it ended
     QAction* cancel_ = nullptr;
     QAction* swap_ = nullptr;
     HeadlineBar* headline_;

@@ -2,9 +2,11 @@
 // The explorer's connection to a localize agent: owns the core's AgentClient (whose owner
 // thread does all socket work), runs the versioned handshake, and reports the state as a
 // signal on the GUI thread. Completions of the client arrive on its owner thread and are
-// re-posted here, so no slot of this object ever runs elsewhere.
+// posted through a JobRunner job (one per handshake), so no slot of this object ever runs
+// elsewhere and the answer of a superseded handshake is dropped.
 #include "ttrace/replay/agent_client.h"
 #include "ttrace/ui/models/agent_target.h"
+#include "ttrace/ui/models/job_runner.h"
 
 #include <QObject>
 #include <QString>
@@ -44,7 +46,7 @@ signals:
     void stateChanged(ttrace::ui::AgentSession::State state);
 
 private:
-    void onHello(quint64 generation, const replay::Result<replay::AgentInfo>& reply);
+    void onHello(const replay::Result<replay::AgentInfo>& reply);
     void fail(const QString& why);
 
     State state_ = State::Disconnected;
@@ -52,7 +54,9 @@ private:
     std::shared_ptr<replay::AgentClient> client_;
     std::optional<replay::AgentInfo> info_;
     QString error_;
-    quint64 generation_ = 0; // drops the answer of a superseded handshake
+    // The handshake as a job: its work runs on the client's owner thread, never on the
+    // runner's own, which is therefore never started.
+    JobRunner handshake_{QStringLiteral("ttrace-agent-session")};
     bool busy_ = false;
 };
 

@@ -1,16 +1,16 @@
 #pragma once
 // Runs the element view's engine (ttrace/element_errors.h) off the GUI thread, one job at a
-// time: reads one tensor of both bundles through the merge, finds its worst elements and its
-// error along a dimension, and reports progress and the result as queued signals. A new job
-// cancels the running one; whatever a superseded job still reports is dropped.
+// time on its JobRunner's thread: reads one tensor of both bundles through the merge, finds its
+// worst elements and its error along a dimension, and reports progress and the result as
+// signals on the GUI thread. A new job cancels the running one; the runner drops whatever a
+// superseded job still reports.
 #include "ttrace/element_errors.h"
+#include "ttrace/ui/models/job_runner.h"
 
 #include <QObject>
 #include <QString>
 
-#include <atomic>
 #include <memory>
-#include <thread>
 
 namespace ttrace::ui {
 
@@ -18,13 +18,13 @@ class ElementInspector : public QObject {
     Q_OBJECT
 public:
     explicit ElementInspector(QObject* parent = nullptr);
-    ~ElementInspector() override; // cancels a running job and waits for its thread
+    ~ElementInspector() override; // cancels a running job and waits for its work
 
     // Inspects `query` in the pair of bundle directories (opened on the worker, kept for the
     // next job on the same pair).
     void start(const QString& reference, const QString& candidate, ElementQuery query);
     void cancel();
-    [[nodiscard]] bool isRunning() const { return running_; }
+    [[nodiscard]] bool isRunning() const { return runner_.isRunning(); }
 
 signals:
     void started();
@@ -33,14 +33,13 @@ signals:
     void finished(const ttrace::ElementReport& report);
 
 private:
-    void join();
-
     struct OpenPair; // the bundles of the last pair, reused while it stays the same
+    // On the runner's thread: opens the pair (unless open) and inspects one tensor.
+    void run(const JobContext& job, const QString& reference, const QString& candidate,
+             const ElementQuery& query);
+
     std::shared_ptr<OpenPair> pair_;
-    std::thread thread_;
-    std::shared_ptr<std::atomic<bool>> cancel_;
-    quint64 job_ = 0;
-    bool running_ = false;
+    JobRunner runner_{QStringLiteral("ttrace-elements")};
 };
 
 } // namespace ttrace::ui
