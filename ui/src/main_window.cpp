@@ -197,6 +197,9 @@ void MainWindow::createMenus() {
     auto* open = file->addAction(style()->standardIcon(QStyle::SP_DialogOpenButton), tr("&Open..."),
                                  QKeySequence::Open, this, &MainWindow::chooseAndOpen);
     open->setToolTip(tr("Open a reference bundle and a candidate bundle"));
+    file->addAction(tr("Open Re&port..."), this, &MainWindow::chooseAndOpenReport)
+        ->setToolTip(tr("Open the JSON report of a comparison made elsewhere, without its "
+                        "bundles"));
     recentMenu_ = file->addMenu(tr("Open &Recent"));
     connect(recentMenu_, &QMenu::aboutToShow, this, &MainWindow::rebuildRecentMenu);
     rebuildRecentMenu();
@@ -358,6 +361,7 @@ void MainWindow::rebuildRecentMenu() {
 }
 
 void MainWindow::openBundles(const QString& reference, const QString& candidate) {
+    report_.clear(); // a report still being read is not shown over these bundles
     reference_ = QFileInfo(reference).absoluteFilePath();
     candidate_ = QFileInfo(candidate).absoluteFilePath();
     setWindowTitle(tr("%1 vs %2 — TTrace Explorer")
