@@ -19,6 +19,7 @@
 #include <QDir>
 #include <QDockWidget>
 #include <QLabel>
+#include <QMimeData>
 #include <QProcess>
 #include <QSignalSpy>
 #include <QTemporaryDir>
@@ -178,6 +179,28 @@ private slots:
             QSKIP("built without MPI");
         }
         checkReportWindow(path("mpi.json"));
+    }
+
+    void droppedReportOpens() {
+        MainWindow w;
+        w.show();
+        QMimeData mime;
+        mime.setUrls({QUrl::fromLocalFile(path("diff.json"))});
+        QDragEnterEvent enter(QPoint(10, 10), Qt::CopyAction, &mime, Qt::LeftButton,
+                              Qt::NoModifier);
+        QCoreApplication::sendEvent(&w, &enter);
+        QVERIFY(enter.isAccepted());
+        bool ok = false;
+        QVERIFY(openAndWait(
+            w,
+            [&] {
+                QDropEvent drop(QPointF(10, 10), Qt::CopyAction, &mime, Qt::LeftButton,
+                                Qt::NoModifier);
+                QCoreApplication::sendEvent(&w, &drop);
+            },
+            ok));
+        QVERIFY(ok);
+        QCOMPARE(treeOf(w), tree_);
     }
 
     void brokenReportIsRefusedByName() {

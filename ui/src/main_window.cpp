@@ -82,6 +82,17 @@ QStringList droppedBundles(const QMimeData* mime) {
     return dirs;
 }
 
+// A single dropped .json file other than a manifest: a diff report, opened without bundles.
+QString droppedReport(const QMimeData* mime) {
+    if (!mime || !mime->hasUrls() || mime->urls().size() != 1) {
+        return {};
+    }
+    const QFileInfo info(mime->urls().front().toLocalFile());
+    const bool report = info.isFile() && info.suffix() == QLatin1String("json") &&
+                        info.fileName() != QLatin1String("manifest.json");
+    return report ? info.absoluteFilePath() : QString();
+}
+
 } // namespace
 
 MainWindow::MainWindow(QWidget* parent)
@@ -691,12 +702,19 @@ void MainWindow::exportMarkdownInteractive() {
 }
 
 void MainWindow::dragEnterEvent(QDragEnterEvent* event) {
-    if (!droppedBundles(event->mimeData()).isEmpty()) {
+    if (!droppedBundles(event->mimeData()).isEmpty() ||
+        !droppedReport(event->mimeData()).isEmpty()) {
         event->acceptProposedAction();
     }
 }
 
 void MainWindow::dropEvent(QDropEvent* event) {
+    if (const QString report = droppedReport(event->mimeData()); !report.isEmpty()) {
+        event->acceptProposedAction();
+        pendingDrop_.clear();
+        openReport(report);
+        return;
+    }
     const QStringList dirs = droppedBundles(event->mimeData());
     if (dirs.isEmpty()) {
         return;
