@@ -33,6 +33,7 @@ RECIPES: dict[str, list[str]] = {
     "medium": ["--hidden", "256", "--seq-len", "128", "--global-batch", "8"],
     "large": ["--hidden", "384", "--seq-len", "256", "--global-batch", "8"],
     "xlarge": ["--hidden", "512", "--seq-len", "256", "--global-batch", "8"],
+    "xxlarge": ["--hidden", "576", "--seq-len", "256", "--global-batch", "8"],
 }
 
 

@@ -1,6 +1,7 @@
 // ttrace-explorer: the desktop front end.
 //   ttrace-explorer [--screenshot FILE] [--markdown FILE] [--agent HOST:PORT --token-file FILE]
 //                   [--localize MODULE|all] [REFERENCE CANDIDATE]
+//   ttrace-explorer [--screenshot FILE] [--markdown FILE] --report DIFF.json [--report-cache FILE]
 #include "ttrace/exit_code.h"
 #include "ttrace/ui/headless_export.h"
 #include "ttrace/ui/localize_ui.h"
@@ -40,6 +41,41 @@ bool onlyPrints(int argc, char** argv) {
         }
     }
     return false;
+}
+
+struct ExportFiles {
+    QString screenshot, markdown;
+};
+
+// `--report FILE`: a comparison made elsewhere, shown (or exported) without its bundles.
+int openReportOnly(const QCommandLineParser& parser, const QCommandLineOption& report,
+                   const QCommandLineOption& reportCache, const QCommandLineOption& localize,
+                   const QCommandLineOption& agent, bool headless, const ExportFiles& files) {
+    const auto usage = [](const char* text) {
+        std::fputs(text, stderr);
+        return ttrace::exitStatus(ttrace::ExitCode::BadInput); // usage, as `ttrace` says it
+    };
+    if (!parser.isSet(report)) {
+        return usage("ttrace-explorer: --report-cache needs --report\n");
+    }
+    if (!parser.positionalArguments().isEmpty()) {
+        return usage("ttrace-explorer: give either --report or REFERENCE CANDIDATE\n");
+    }
+    if (parser.isSet(localize) || parser.isSet(agent)) {
+        return usage("ttrace-explorer: --localize and --agent need the bundles, not --report\n");
+    }
+    ttrace::ui::MainWindow window;
+    if (headless) {
+        window.setAttribute(Qt::WA_DontShowOnScreen);
+        window.resize(1600, 1000);
+        auto* exporter =
+            new ttrace::ui::HeadlessExport(&window, files.screenshot, files.markdown, &window);
+        QObject::connect(exporter, &ttrace::ui::HeadlessExport::finished, qApp,
+                         [](int code) { QApplication::exit(code); });
+    }
+    window.show();
+    window.openReport(parser.value(report), parser.value(reportCache));
+    return QApplication::exec();
 }
 
 } // namespace
@@ -87,8 +123,21 @@ int main(int argc, char** argv) {
         QStringLiteral("Once compared, localize MODULE, or 'all' (the walk from the first "
                        "divergence), before --screenshot/--markdown are written."),
         QStringLiteral("MODULE|all"));
+    const QCommandLineOption report(
+        QStringLiteral("report"),
+        QStringLiteral("Open the JSON report of `ttrace diff --json` or `ttrace-mpi diff --json` "
+                       "(or a summary cache entry) without the bundles: everything but "
+                       "element-level drill-down and localize."),
+        QStringLiteral("FILE"));
+    const QCommandLineOption reportCache(
+        QStringLiteral("report-cache"),
+        QStringLiteral("With --report: the summary cache entry of the same comparison, which "
+                       "must match the report."),
+        QStringLiteral("FILE"));
     parser.addOption(screenshot);
     parser.addOption(markdown);
+    parser.addOption(report);
+    parser.addOption(reportCache);
     parser.addOption(agent);
     parser.addOption(tokenFile);
     parser.addOption(localize);
@@ -97,12 +146,17 @@ int main(int argc, char** argv) {
     parser.process(app);
 
     const auto args = parser.positionalArguments();
+    if (parser.isSet(report) || parser.isSet(reportCache)) {
+        return openReportOnly(parser, report, reportCache, localize, agent, headless,
+                              {parser.value(screenshot), parser.value(markdown)});
+    }
     if (!args.isEmpty() && args.size() != 2) {
         std::fputs("ttrace-explorer: give both a REFERENCE and a CANDIDATE bundle\n", stderr);
         return ttrace::exitStatus(ttrace::ExitCode::BadInput); // usage, as `ttrace` says it
     }
     if (headless && args.size() != 2) {
-        std::fputs("ttrace-explorer: --screenshot/--markdown need REFERENCE and CANDIDATE\n",
+        std::fputs("ttrace-explorer: --screenshot/--markdown need REFERENCE and CANDIDATE (or "
+                   "--report)\n",
                    stderr);
         return ttrace::exitStatus(ttrace::ExitCode::BadInput); // usage, as `ttrace` says it
     }

@@ -101,6 +101,17 @@ void ElementView::setBundles(const QString& reference, const QString& candidate)
     inspector_->cancel();
     reference_ = reference;
     candidate_ = candidate;
+    unavailable_.clear();
+    run_->setEnabled(true);
+    showTensor(std::nullopt);
+}
+
+void ElementView::setUnavailable(const QString& why) {
+    inspector_->cancel();
+    reference_.clear();
+    candidate_.clear();
+    unavailable_ = why;
+    run_->setEnabled(false);
     showTensor(std::nullopt);
 }
 
@@ -131,7 +142,9 @@ void ElementView::showTensor(std::optional<std::size_t> tensor) {
     if (!tensor) {
         inspector_->cancel();
         title_->setText(tr("No tensor selected"));
-        status_->setText(tr("Select a cell in the layer tree to see its worst elements."));
+        status_->setText(unavailable_.isEmpty()
+                             ? tr("Select a cell in the layer tree to see its worst elements.")
+                             : tr("Element-level drill-down is unavailable: %1").arg(unavailable_));
         table_->clear();
         slices_->setSlices({}, -1);
         inspected_.reset();
@@ -141,7 +154,7 @@ void ElementView::showTensor(std::optional<std::size_t> tensor) {
     title_->setText(QStringLiteral("%1 · %2[%3] · %4")
                         .arg(qstr(t.id.module), kindTitle(t.id.kind), qstr(t.id.index),
                              qstr(shapeToString(t.shape))));
-    if (isVisible()) {
+    if (isVisible() || !unavailable_.isEmpty()) {
         inspect();
     } else {
         status_->setText(tr("Shown when this view is open."));
@@ -149,6 +162,13 @@ void ElementView::showTensor(std::optional<std::size_t> tensor) {
 }
 
 void ElementView::inspect() {
+    if (tensor_ && !unavailable_.isEmpty()) {
+        table_->clear();
+        slices_->setSlices({}, -1);
+        status_->setText(tr("Element-level drill-down is unavailable: %1").arg(unavailable_));
+        emit reportShown();
+        return;
+    }
     if (!tensor_ || reference_.isEmpty() || candidate_.isEmpty()) {
         return;
     }

@@ -83,6 +83,17 @@ QStringList droppedBundles(const QMimeData* mime) {
     return dirs;
 }
 
+// A single dropped .json file other than a manifest: a diff report, opened without bundles.
+QString droppedReport(const QMimeData* mime) {
+    if (!mime || !mime->hasUrls() || mime->urls().size() != 1) {
+        return {};
+    }
+    const QFileInfo info(mime->urls().front().toLocalFile());
+    const bool report = info.isFile() && info.suffix() == QLatin1String("json") &&
+                        info.fileName() != QLatin1String("manifest.json");
+    return report ? info.absoluteFilePath() : QString();
+}
+
 } // namespace
 
 MainWindow::MainWindow(QWidget* parent)
@@ -198,6 +209,9 @@ void MainWindow::createMenus() {
     auto* open = file->addAction(style()->standardIcon(QStyle::SP_DialogOpenButton), tr("&Open..."),
                                  QKeySequence::Open, this, &MainWindow::chooseAndOpen);
     open->setToolTip(tr("Open a reference bundle and a candidate bundle"));
+    file->addAction(tr("Open Re&port..."), this, &MainWindow::chooseAndOpenReport)
+        ->setToolTip(tr("Open the JSON report of a comparison made elsewhere, without its "
+                        "bundles"));
     recentMenu_ = file->addMenu(tr("Open &Recent"));
     connect(recentMenu_, &QMenu::aboutToShow, this, &MainWindow::rebuildRecentMenu);
     rebuildRecentMenu();
@@ -351,6 +365,7 @@ void MainWindow::rebuildRecentMenu() {
 }
 
 void MainWindow::openBundles(const QString& reference, const QString& candidate) {
+    report_.clear(); // a report still being read is not shown over these bundles
     reference_ = QFileInfo(reference).absoluteFilePath();
     candidate_ = QFileInfo(candidate).absoluteFilePath();
     setWindowTitle(tr("%1 vs %2 — TTrace Explorer")
@@ -673,12 +688,19 @@ void MainWindow::exportMarkdownInteractive() {
 }
 
 void MainWindow::dragEnterEvent(QDragEnterEvent* event) {
-    if (!droppedBundles(event->mimeData()).isEmpty()) {
+    if (!droppedBundles(event->mimeData()).isEmpty() ||
+        !droppedReport(event->mimeData()).isEmpty()) {
         event->acceptProposedAction();
     }
 }
 
 void MainWindow::dropEvent(QDropEvent* event) {
+    if (const QString report = droppedReport(event->mimeData()); !report.isEmpty()) {
+        event->acceptProposedAction();
+        pendingDrop_.clear();
+        openReport(report);
+        return;
+    }
     const QStringList dirs = droppedBundles(event->mimeData());
     if (dirs.isEmpty()) {
         return;

@@ -5,6 +5,7 @@
 #include "ttrace/ui/models/number_format.h"
 
 #include <QDir>
+#include <QFileInfo>
 #include <QGridLayout>
 #include <QLabel>
 
@@ -102,6 +103,26 @@ void RunSummaryBar::setBundles(const QString& reference, const QString& candidat
 void RunSummaryBar::setManifests(const Manifest& reference, const Manifest& candidate) {
     reference_->setText(pathLine(tr("Reference"), referencePath_, describe(reference)));
     candidate_->setText(pathLine(tr("Candidate"), candidatePath_, describe(candidate)));
+    reference_->setToolTip(QDir::toNativeSeparators(referencePath_));
+    candidate_->setToolTip(QDir::toNativeSeparators(candidatePath_));
+}
+
+void RunSummaryBar::setReportSides(const DiffSummary& summary, const QString& report) {
+    const auto details = [&](const std::string& layout) {
+        QStringList parts;
+        if (!layout.empty()) {
+            parts << qstr(layout);
+        }
+        if (!summary.precision.empty()) {
+            parts << qstr(summary.precision);
+        }
+        parts << tr("from the report %1").arg(QFileInfo(report).fileName());
+        return parts.join(QStringLiteral("  ·  "));
+    };
+    reference_->setText(
+        pathLine(tr("Reference"), referencePath_, details(summary.referenceLayout)));
+    candidate_->setText(
+        pathLine(tr("Candidate"), candidatePath_, details(summary.candidateLayout)));
     reference_->setToolTip(QDir::toNativeSeparators(referencePath_));
     candidate_->setToolTip(QDir::toNativeSeparators(candidatePath_));
 }

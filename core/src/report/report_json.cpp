@@ -461,6 +461,33 @@ std::vector<ClipComparison> clippingFrom(const json& doc) {
     return out;
 }
 
+// A module's tensor list and the convention's count point into `tensors`; a file that says
+// otherwise would send every reader past the end of the vector.
+std::optional<std::string> outOfRangeIndex(const DiffResult& r) {
+    for (const auto& m : r.modules) {
+        for (const auto i : m.tensors) {
+            if (i >= r.tensors.size()) {
+                return "module '" + m.name + "' names tensor " + std::to_string(i) + " of " +
+                       std::to_string(r.tensors.size());
+            }
+        }
+    }
+    for (const auto& t : r.tensors) {
+        if (!t.histogram.counts.empty() &&
+            t.histogram.edges.size() + 1 < t.histogram.counts.size()) {
+            return "tensor '" + t.id.module + "' has a histogram of " +
+                   std::to_string(t.histogram.counts.size()) + " bins and " +
+                   std::to_string(t.histogram.edges.size()) + " edges";
+        }
+        for (const auto d : t.shape) {
+            if (d < 0) {
+                return "tensor '" + t.id.module + "' has a negative dimension";
+            }
+        }
+    }
+    return std::nullopt;
+}
+
 } // namespace
 
 std::string diffResultToJson(const DiffResult& r, bool pretty) {
@@ -518,11 +545,27 @@ std::string diffResultToJson(const DiffResult& r, bool pretty) {
 std::optional<DiffResult> diffResultFromJson(std::string_view text, std::string& error) {
     try {
         const json doc = json::parse(text);
-        if (doc.at("schema") != kDiffJsonSchema || doc.at("schema_version") != kDiffJsonVersion) {
+        if (!isDiffDocument(doc)) {
             error =
                 "not a ttrace-diff document of schema version " + std::to_string(kDiffJsonVersion);
             return std::nullopt;
         }
+        return diffResultFromDocument(doc, error);
+    } catch (const std::exception& e) {
+        error = e.what();
+        return std::nullopt;
+    }
+}
+
+bool isDiffDocument(const nlohmann::json& doc) {
+    const auto schema = doc.find("schema");
+    const auto version = doc.find("schema_version");
+    return doc.is_object() && schema != doc.end() && version != doc.end() &&
+           *schema == kDiffJsonSchema && *version == kDiffJsonVersion;
+}
+
+std::optional<DiffResult> diffResultFromDocument(const nlohmann::json& doc, std::string& error) {
+    try {
         DiffResult r;
         const auto& s = doc.at("summary");
         r.summary.referenceDir = s.at("reference");
@@ -565,6 +608,11 @@ std::optional<DiffResult> diffResultFromJson(std::string_view text, std::string&
         }
         for (const auto& t : doc.at("tensors")) {
             r.tensors.push_back(tensorFrom(t));
+        }
+        // Indices into the tensors come from the file: checked before anything follows them.
+        if (auto bad = outOfRangeIndex(r)) {
+            error = *bad;
+            return std::nullopt;
         }
         // The timeline is derived from modules and tensors: rebuilt, not trusted from the file.
         buildTimeline(r);

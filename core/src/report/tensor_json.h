@@ -5,10 +5,19 @@
 
 #include <nlohmann/json.hpp>
 
+#include <optional>
+#include <string>
+
 namespace ttrace {
 
 nlohmann::json tensorResultJson(const TensorResult& tensor);
 // Throws on a malformed document.
 TensorResult tensorResultFromJson(const nlohmann::json& j);
+
+// Whether `doc` says it is a ttrace-diff document of the version this build reads.
+bool isDiffDocument(const nlohmann::json& doc);
+// The result a parsed ttrace-diff document holds; on failure nothing, and why (a field missing,
+// of the wrong type, or an index past the tensors). Never throws.
+std::optional<DiffResult> diffResultFromDocument(const nlohmann::json& doc, std::string& error);
 
 } // namespace ttrace

@@ -32,6 +32,8 @@ public:
     explicit ElementView(const LayerTreeModel* model, QWidget* parent = nullptr);
 
     void setBundles(const QString& reference, const QString& candidate);
+    // No bundles to read (a result opened from a report): every inspection says `why` instead.
+    void setUnavailable(const QString& why);
     // The tensor to inspect (an index into the model's results); inspected now if shown.
     void showTensor(std::optional<std::size_t> tensor);
     // Inspects the current tensor along the chosen dimension now.
@@ -67,6 +69,7 @@ private:
     SliceErrorPlot* slices_;
     QString reference_;
     QString candidate_;
+    QString unavailable_; // why elements cannot be read; empty when they can
     std::optional<std::size_t> tensor_;
     std::optional<std::size_t> inspected_; // the tensor the table shows
     int inspectedDimension_ = -2;

@@ -3,6 +3,7 @@
 // drill-down), owns the menus and the loading controller, and handles opening (dialogs, recent
 // files, drag and drop) and export. The logic lives in the panes and models.
 #include "ttrace/diff_result.h"
+#include "ttrace/report_open.h"
 #include "ttrace/ui/models/recent_bundles.h"
 
 #include <QImage>
@@ -24,6 +25,7 @@ class HeadlineBar;
 class LayerTreeModel;
 class LayerTreePane;
 class LoadController;
+class ReportLoader;
 class LocalizeUi;
 class PhaseTimeline;
 class ProgressCancelWidget;
@@ -42,6 +44,13 @@ public:
 
     // Starts loading both bundles on the worker thread; problems are shown in the window.
     void openBundles(const QString& reference, const QString& candidate);
+    // Opens a finished comparison without its bundles: the JSON `ttrace diff --json` or
+    // `ttrace-mpi diff --json` wrote (or a summary cache entry), checked against the cache
+    // entry `cache` when one is given. Everything but element-level drill-down is shown;
+    // loadingFinished and storyReady follow as for bundles.
+    void openReport(const QString& report, const QString& cache = {});
+    // The report shown, when the window shows one opened without its bundles.
+    [[nodiscard]] const QString& reportFile() const { return report_; }
     [[nodiscard]] bool isLoading() const;
 
     [[nodiscard]] LayerTreeModel* model() const { return model_; }
@@ -94,6 +103,10 @@ private:
     void createMenus();
     void createStatusBar();
     void chooseAndOpen();
+    void chooseAndOpenReport();
+    void startReportOpen(const QString& report, const QString& cache);
+    void onReportOpened(const std::shared_ptr<const ttrace::OpenedReport>& opened);
+    void onReportFailed(const QString& message);
     void rebuildRecentMenu();
     void exportPngInteractive(QWidget* widget, const QString& what);
     void exportMarkdownInteractive();
@@ -139,6 +152,8 @@ private:
     QString reference_;
     QString candidate_;
     QString pendingDrop_; // a reference dropped alone, waiting for its candidate
+    ReportLoader* reportLoader_ = nullptr;
+    QString report_; // the report shown (or being opened) without bundles; empty for bundles
     ttrace::Diagnostics shownProblems_;
     // The cached result on screen while its content check runs; null once checked or dropped.
     std::shared_ptr<const ttrace::DiffResult> provisional_;

@@ -19,6 +19,8 @@ public:
     // A manifest with world size 0 stands for a side that could not be opened: it is said so,
     // never described with the other side's metadata.
     void setManifests(const ttrace::Manifest& reference, const ttrace::Manifest& candidate);
+    // No manifests for a result opened from a report: its summary describes both sides.
+    void setReportSides(const ttrace::DiffSummary& summary, const QString& report);
     void setLoading(double fraction);
     void setFailed(const QString& why);
     void setCancelled();
