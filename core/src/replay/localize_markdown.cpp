@@ -52,6 +52,16 @@ std::string unreplayedEntry(const DivergenceStart& start) {
 } // namespace
 
 std::string localizeConclusion(const LocalizeResult& r) {
+    // A walk that stopped early has no answer, whatever it found before: never "nothing
+    // diverges" or "nothing introduced" after an agent or transport error.
+    if (!r.problems.empty()) {
+        const auto& p = r.problems.front();
+        return "not localized: the replays stopped at an error (" +
+               (p.location.empty() ? p.message : p.location + ": " + p.message) + ")";
+    }
+    if (r.cancelled) {
+        return "not localized: cancelled before the replays finished";
+    }
     if (r.guiltyPhase) {
         return "introduced in " + std::string(localizePhaseName(*r.guiltyPhase)) +
                (r.guiltyParameters.empty() ? std::string()
