@@ -148,12 +148,15 @@ def main(argv: Sequence[str]) -> int:
     if a.print_plan:
         print(json.dumps(command.plan(), indent=2))
         return 0
-    ranks = int(command.launcher.get("world_size", 1))
-    # A LAUNCH that names the program sets the relaunch's own layout (maybe smaller).
-    size = f"the layout LAUNCH gives; the job had {ranks}" if command.whole else f"{ranks}"
+    ranks, job = command.world_size, command.job_world_size
+    # A LAUNCH may start fewer ranks than the job had (the script's own smaller layout).
+    if command.launched is None and command.whole:
+        size = f"the layout LAUNCH gives; the job had {job} ranks"
+    else:
+        size = f"{ranks} ranks" if ranks == job else f"{ranks} ranks; the job had {job} ranks"
     print(
         f"ttrace serve: relaunching the candidate {a.candidate} in replay mode "
-        f"({size} ranks), no training step runs:\n"
+        f"({size}), no training step runs:\n"
         f"{command.show()}",
         file=sys.stderr,
         flush=True,
