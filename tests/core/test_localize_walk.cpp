@@ -334,6 +334,30 @@ private slots:
         }
     }
 
+    void namedModulesNoneReplayedAreUndetermined() {
+        // Every named module refused (a relaunch smaller than the job): no module was seen to
+        // agree, so neither "nothing introduced" nor "each agrees".
+        auto refusing = [](const Suspect& s) {
+            ModuleVerdict v;
+            v.suspect = s;
+            v.reason = "layout_too_small: split over a group this relaunch lacks";
+            v.layoutRefused = true;
+            return v;
+        };
+        const auto r =
+            judgeNamed({{"layers.0.attn", 0, 0, LocalizePhase::Forward, 0.0}}, refusing, {});
+        QVERIFY(r.undetermined() && !r.introduced());
+        QCOMPARE(localizeVerdictLine(r),
+                 std::string("UNDETERMINED: not localized: no named module could be replayed; "
+                             "layers.0.attn: layout_too_small: split over a group this "
+                             "relaunch lacks"));
+        // One judged and one refused: the judged one's agreement is an answer for it.
+        ScriptedJudge judge;
+        const auto mixed =
+            judgeNamed({{"layers.0.mlp", 0, 0, LocalizePhase::Forward, 0.0}}, std::ref(judge), {});
+        QVERIFY(!mixed.undetermined());
+    }
+
     void namedModulesAreJudgedAlone() {
         ScriptedJudge judge{{{"layers.0.mlp", Verdict::Introduced}}, {}};
         const auto r = judgeNamed({{"layers.0.attn", 0, 0, LocalizePhase::Forward, 0.0},

@@ -83,6 +83,14 @@ std::string localizeConclusion(const LocalizeResult& r) {
     if (!r.start && r.verdicts.empty()) {
         return "nothing diverges";
     }
+    if (r.undetermined() && !r.start) {
+        // Named modules, none replayed (e.g. every one refused by a relaunch smaller than the
+        // job): nothing can be said to agree.
+        const auto& first = r.verdicts.front();
+        return "not localized: no named module could be replayed; " +
+               (first.suspect.module.empty() ? std::string("the step") : first.suspect.module) +
+               ": " + first.reason;
+    }
     if (r.undetermined()) {
         std::string text =
             "not localized: the divergence (iteration " + std::to_string(r.start->iteration) +
