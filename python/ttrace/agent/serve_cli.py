@@ -132,6 +132,10 @@ def _plan(a: argparse.Namespace, launch: list[str], folder: Path | None) -> Rela
     return relaunch_command(manifest, a.reference, a.candidate, launch, env, a.cwd)
 
 
+def _ranks(n: int) -> str:
+    return f"{n} rank" if n == 1 else f"{n} ranks"
+
+
 def main(argv: Sequence[str]) -> int:
     args = list(argv)
     launch: list[str] = []
@@ -151,9 +155,9 @@ def main(argv: Sequence[str]) -> int:
     ranks, job = command.world_size, command.job_world_size
     # A LAUNCH may start fewer ranks than the job had (the script's own smaller layout).
     if command.launched is None and command.whole:
-        size = f"the layout LAUNCH gives; the job had {job} ranks"
+        size = f"the layout LAUNCH gives; the job had {_ranks(job)}"
     else:
-        size = f"{ranks} ranks" if ranks == job else f"{ranks} ranks; the job had {job} ranks"
+        size = _ranks(ranks) if ranks == job else f"{_ranks(ranks)}; the job had {_ranks(job)}"
     print(
         f"ttrace serve: relaunching the candidate {a.candidate} in replay mode "
         f"({size}), no training step runs:\n"
