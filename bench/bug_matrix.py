@@ -2,6 +2,11 @@
 in each precision; print and write a markdown table of detection and localization.
 
     python bench/bug_matrix.py [--out DIR] [--markdown FILE] [--bugs a,b] [--precisions fp32]
+                               [--reference-layout single,tp2]
+
+With several reference layouts each candidate runs once and is diffed against a reference of
+each layout (a distributed reference, docs/bug-zoo.md): one row per reference, then a table
+that sets their verdicts side by side and says whether they agree.
 """
 
 from __future__ import annotations
@@ -9,41 +14,128 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.bug_specs import SPECS, BugSpec
-from bench.zoo_lib import CONFIGS, Timer, diff, matches, run_candidate, run_reference
+from bench.zoo_lib import (
+    CONFIGS,
+    REFERENCE_LAYOUTS,
+    Timer,
+    Verdict,
+    diff,
+    has_experts,
+    matches,
+    run_candidate,
+    run_reference,
+)
 
 HEADER = (
-    "| bug | config | precision | detected | localized | max ratio | first divergence "
-    "| located | time (s) |\n|---|---|---|---|---|---|---|---|---|"
+    "| bug | config | precision | reference | detected | localized | max ratio "
+    "| first divergence | located | time (s) |\n|---|---|---|---|---|---|---|---|---|---|"
 )
 
 
-def run_one(spec: BugSpec, precision: str, work: Path, refs: dict, seed: int) -> tuple[str, bool]:
-    """The table row of one bug, and whether it was both detected and localized."""
-    cfg = CONFIGS[spec.config]
-    key = (cfg.shared, precision)
-    if key not in refs:
-        refs[key] = run_reference(work / f"ref-{len(refs)}", cfg, precision, seed)
-    cand = work / f"{spec.bug}-{precision}"
-    with Timer() as t:
-        run_candidate(cand, cfg, precision, seed, "--inject", spec.bug, ref=refs[key])
-        v = diff(refs[key], cand, cand.with_suffix(".json"))
-    first = f"fwd {v.first_forward or '-'} / bwd {v.first_backward or '-'} ({v.phase})"
-    ok = matches(v.located, spec.where)
-    located = v.located or "-"
+@dataclass
+class Outcome:
+    """One candidate judged against one reference."""
+
+    detected: bool
+    localized: bool
+    first: str  # the report's first divergence: iteration, phase, module, kind
+    located: str
+
+
+class References:
+    """The references the matrix needs, each run once: per (model flags, precision, layout)."""
+
+    def __init__(self, work: Path, seed: int) -> None:
+        self.work, self.seed, self.made = work, seed, {}
+
+    def get(self, spec: BugSpec, precision: str, layout: str) -> Path:
+        cfg = CONFIGS[spec.config]
+        key = (cfg.shared, precision, layout)
+        if key not in self.made:
+            # A distributed reference with experts replays the single reference's routing.
+            routing = (
+                self.get(spec, precision, "single")
+                if has_experts(cfg) and layout != "single"
+                else None
+            )
+            out = self.work / f"ref-{layout}-{len(self.made)}"
+            self.made[key] = run_reference(
+                out, cfg, precision, self.seed, layout=layout, routing_from=routing
+            )
+        return self.made[key]
+
+
+def first_divergence(v: Verdict) -> str:
+    fd = v.report.get("first_divergence") or {}
+    if fd.get("module") is None:
+        return "-"
+    return f"it {fd.get('iteration')} {fd.get('phase')}: {fd.get('module')} {fd.get('kind')}"
+
+
+def short_located(located: str | None) -> str:
+    located = located or "-"
     if located.startswith("optimizer: ") and located.count(",") >= 3:
         names = located[len("optimizer: ") :].split(",")
         located = f"optimizer: {names[0]}, ... {names[-1]} ({len(names)} modules)"
-    row = (
-        f"| {spec.bug} | {cfg.name} | {precision} | {'yes' if v.detected else 'NO'} "
-        f"| {'yes' if ok else 'NO'} | {v.max_ratio:.3g} | {first} | {located} "
-        f"| {t.seconds:.0f} |"
+    return located
+
+
+def run_one(
+    spec: BugSpec, precision: str, work: Path, refs: References, layouts: list[str]
+) -> tuple[list[str], dict[str, Outcome]]:
+    """The table rows of one bug (one per reference layout) and each layout's outcome."""
+    cfg = CONFIGS[spec.config]
+    routing = refs.get(spec, precision, "single") if has_experts(cfg) else None
+    cand = work / f"{spec.bug}-{precision}"
+    with Timer() as t:
+        run_candidate(cand, cfg, precision, refs.seed, "--inject", spec.bug, ref=routing)
+    rows, outcomes = [], {}
+    for layout in layouts:
+        ref = refs.get(spec, precision, layout)
+        with Timer() as d:
+            v = diff(ref, cand, cand.with_name(f"{cand.name}-vs-{layout}.json"))
+        ok = matches(v.located, spec.where)
+        outcomes[layout] = Outcome(v.detected, ok, first_divergence(v), short_located(v.located))
+        rows.append(
+            f"| {spec.bug} | {cfg.name} | {precision} | {layout} "
+            f"| {'yes' if v.detected else 'NO'} | {'yes' if ok else 'NO'} | {v.max_ratio:.3g} "
+            f"| {outcomes[layout].first} | {outcomes[layout].located} "
+            f"| {t.seconds + d.seconds:.0f} |"
+        )
+    return rows, outcomes
+
+
+def comparison(layouts: list[str], results: list[tuple[str, dict[str, Outcome]]]) -> list[str]:
+    """Per bug: each reference's verdict (detected, first divergence) and whether they agree."""
+    head = "| bug | " + " | ".join(layouts) + " | same verdict |"
+    rows = [head, "|---" * (len(layouts) + 2) + "|"]
+    for name, by in results:
+        cells = [
+            f"{'detected' if o.detected else 'MISSED'}, {o.first}" for o in map(by.get, layouts)
+        ]
+        first = by[layouts[0]]
+        same = all(
+            (o.detected, o.localized, o.first) == (first.detected, first.localized, first.first)
+            for o in by.values()
+        )
+        rows.append(f"| {name} | " + " | ".join(cells) + f" | {'yes' if same else 'NO'} |")
+    agree = sum(
+        1
+        for _, by in results
+        if len({(o.detected, o.localized, o.first) for o in by.values()}) == 1
     )
-    return row, v.detected and ok
+    rows.append("")
+    for layout in layouts:
+        found = sum(1 for _, by in results if by[layout].detected and by[layout].localized)
+        rows.append(f"- {layout} reference: {found}/{len(results)} detected and localized")
+    rows.append(f"- same verdict with every reference: {agree}/{len(results)}")
+    return rows
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -53,14 +145,22 @@ def main(argv: list[str] | None = None) -> int:
     a.add_argument("--bugs", default="", help="comma-separated subset")
     a.add_argument("--precisions", default="", help="comma-separated subset")
     a.add_argument("--seed", type=int, default=1234)
+    a.add_argument(
+        "--reference-layout",
+        default="single",
+        help=f"comma-separated reference layouts, each diffed: {', '.join(REFERENCE_LAYOUTS)}",
+    )
     args = a.parse_args(argv)
     only = set(filter(None, args.bugs.split(",")))
     precs = set(filter(None, args.precisions.split(",")))
+    layouts = [x for x in args.reference_layout.split(",") if x]
+    if not layouts or any(x not in REFERENCE_LAYOUTS for x in layouts):
+        a.error(f"--reference-layout: choose among {', '.join(REFERENCE_LAYOUTS)}")
     work = args.out or Path(tempfile.mkdtemp(prefix="bug-matrix-"))
     work.mkdir(parents=True, exist_ok=True)
-    refs: dict = {}
+    refs = References(work, args.seed)
     rows = [HEADER]
-    misses = []
+    misses, results = [], []
     print(HEADER, flush=True)
     for spec in SPECS:
         if only and spec.bug not in only:
@@ -69,16 +169,23 @@ def main(argv: list[str] | None = None) -> int:
             if precs and p not in precs:
                 continue
             try:
-                row, ok = run_one(spec, p, work, refs, args.seed)
+                got, by = run_one(spec, p, work, refs, layouts)
+                results.append((f"{spec.bug} ({spec.config}, {p})", by))
+                misses += [
+                    f"{spec.bug} ({p}, {x} reference)"
+                    for x, o in by.items()
+                    if not (o.detected and o.localized)
+                ]
             except RuntimeError as e:
-                row, ok = (
-                    f"| {spec.bug} | {spec.config} | {p} | error | | | {str(e)[-200:]!r} | | |",
-                    False,
-                )
-            if not ok:
+                got = [
+                    f"| {spec.bug} | {spec.config} | {p} | | error | | | {str(e)[-200:]!r} | | |"
+                ]
                 misses.append(f"{spec.bug} ({p})")
-            rows.append(row)
-            print(row, flush=True)
+            rows += got
+            print("\n".join(got), flush=True)
+    if len(layouts) > 1:
+        rows += ["", *comparison(layouts, results)]
+        print("\n".join(rows[-len(results) - len(layouts) - 4 :]), flush=True)
     args.markdown.write_text("\n".join(rows) + "\n")
     if misses:  # a sweep that cannot fail proves nothing
         print(f"missed (not detected or not localized): {', '.join(misses)}", file=sys.stderr)

@@ -94,12 +94,36 @@ def run_train(out: Path, nproc: int, *args: str, timeout: float = 600) -> str:
     return proc.stdout
 
 
+# The layouts a reference may run in (docs/bug-zoo.md, "A distributed reference"): processes
+# and the parallel sizes given to the example's --reference.
+REFERENCE_LAYOUTS: dict[str, tuple[int, tuple[str, ...]]] = {
+    "single": (1, ()),
+    "tp2": (2, ("--tp", "2")),
+    "tp2dp2": (4, ("--tp", "2", "--dp", "2")),
+}
+
+
 def run_reference(
-    out: Path, cfg: Config, precision: str, seed: int, perturbations: int = 2
+    out: Path,
+    cfg: Config,
+    precision: str,
+    seed: int,
+    perturbations: int = 2,
+    layout: str = "single",
+    routing_from: Path | None = None,
 ) -> Path:
+    """A reference of `cfg`'s model in `layout`. Only a single-process reference records the
+    expert routing; a distributed one with experts replays `routing_from`'s (the single
+    reference's), as the candidates do, so both references route every token alike."""
+    nproc, sizes = REFERENCE_LAYOUTS[layout]
+    replay: tuple[str, ...] = ()
+    if has_experts(cfg) and layout != "single":
+        if routing_from is None:
+            raise ValueError(f"{cfg.name} has experts: a {layout} reference needs routing_from=")
+        replay = ("--routing-replay", str(Path(routing_from) / ROUTING_FILE))
     run_train(
-        out, 1, "--reference", "--perturbations", str(perturbations),
-        "--precision", precision, "--seed", str(seed), *cfg.shared,
+        out, nproc, "--reference", "--perturbations", str(perturbations), *sizes,
+        "--precision", precision, "--seed", str(seed), *cfg.shared, *replay,
     )  # fmt: skip
     return out
 

@@ -15,6 +15,7 @@ import torch
 from torch import nn
 
 from ttrace.agent.errors import AgentError, ErrorCode
+from ttrace.agent.launch_world import launch_world_size, launcher_part
 from ttrace.agent.module_replay import refusal_check
 from ttrace.agent.reference_feed import cut
 from ttrace.agent.replay_request import ReplayRequest
@@ -290,3 +291,26 @@ def test_refusals_are_typed_and_travel_between_ranks() -> None:
     again = CallTemplate.of_call((torch.ones(2),), {})
     again.calls = 2
     refusal_check(ReplayRow.parse("m"), request("m"), again)
+
+
+@pytest.mark.parametrize(
+    ("launch", "argv", "ranks"),
+    [
+        (["torchrun", "--nproc-per-node", "2"], [], 2),
+        (["torchrun", "--nnodes=2", "--nproc_per_node=4"], [], 8),
+        (["torchrun", "--nnodes", "1:2", "--nproc-per-node", "4"], [], None),  # elastic
+        (["torchrun", "--nproc-per-node", "gpu"], [], None),
+        (["python", "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2",
+          "-m", "examples.gpt.train", "--tp", "2", "-n", "9"], ["-m", "examples.gpt.train"], 2),
+        (["srun", "-n8", "python"], [], 8),
+        (["srun", "-N", "2", "--ntasks-per-node", "4", "python"], [], 8),
+        (["srun", "python"], [], None),  # the allocation decides
+        (["mpirun", "-np", "3", "python"], [], 3),
+        (["python3"], [], 1),
+        (["python", "train.py", "-n", "4"], ["train.py"], 1),  # the script's -n is not a launcher's
+    ],
+)  # fmt: skip
+def test_launch_world_size_reads_only_the_launchers_options(
+    launch: list[str], argv: list[str], ranks: int | None
+) -> None:
+    assert launch_world_size(launcher_part(launch, argv)) == ranks

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from ttrace.bundle.reader import BundleReader
+from ttrace.capture.seeded_init import reference_shapes
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
@@ -32,19 +33,21 @@ LAYOUTS = {
     "tp2": (2, ("--tp", "2")),
     "tp2dp2": (4, ("--tp", "2", "--dp", "2")),  # sequence parallel is on by default
     "cp2": (2, ("--cp", "2")),
+    "pp2": (2, ("--pp", "2")),
 }
 
 
 @pytest.fixture(scope="module")
 def bundles(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """Three references (single, TP2, TP2 x DP2) and three candidates (TP2 x DP2 + SP, CP2,
-    and TP2 x DP2 with the demo's bug)."""
+    """Four references (single, TP2, TP2 x DP2, and PP2 without variants) and three candidates
+    (TP2 x DP2 + SP, CP2, and TP2 x DP2 with the demo's bug)."""
     require_cli()
     root = tmp_path_factory.mktemp("distref")
     runs = {
         "ref-single": ("single", ("--reference", "--perturbations", "2")),
         "ref-tp2": ("tp2", ("--reference", "--perturbations", "2")),
         "ref-tp2dp2": ("tp2dp2", ("--reference", "--perturbations", "2")),
+        "ref-pp2": ("pp2", ("--reference",)),
         "cand-tp2dp2": ("tp2dp2", ()),
         "cand-cp2": ("cp2", ()),
         "cand-bug": ("tp2dp2", ("--inject", BUG)),
@@ -159,3 +162,11 @@ def test_a_candidate_serves_as_the_reference_only_when_asked(bundles: dict[str, 
 
     code, report, _ = diff(ref, bundles["cand-bug"], "--reference-is-candidate")
     assert code == 1 and report["first_divergence"]["module"] == "layers.0.input_layernorm"
+
+
+def test_parameter_shapes_come_from_every_reference_rank(bundles: dict[str, Path]) -> None:
+    """`seeded_init(reference=)` reads the reference's full parameter shapes: a PP2 reference's
+    rank 0 holds the first stage's parameters only, the other stage's are on rank 1."""
+    single = reference_shapes(bundles["ref-single"])
+    assert reference_shapes(bundles["ref-pp2"]) == single
+    assert "final_layernorm.weight" in single and "embedding.weight" in single, sorted(single)

@@ -6,7 +6,9 @@ away, and the real `ttrace serve` relaunches the script with the user's LAUNCH a
 script's own layout options (`--tp 2 --dp 1`, two processes). `ttrace localize` then names
 the same guilty module with the same verdicts and ratios as the live four-rank job; a
 gradient-reduction replay is refused with `layout_too_small` (exit 2); a TP1 relaunch,
-which cannot host a TP2-split module, refuses to start with the reason.
+which cannot host a TP2-split module, refuses to start with the reason; `--print-plan` shows
+the relaunch's two ranks beside the job's four. A real FSDP2 job relaunched on one device
+refuses every module whose parameters FSDP2 splits over data parallel.
 """
 
 from __future__ import annotations
@@ -14,11 +16,14 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from agent_client import AgentClient
 from agent_job import REPO, ServingJob, env, train_command
+from cli_paths import ttrace_binary
+from job_runner import PYTHON_DIR, run_module
 from serve_job import RelaunchJob
 from test_serve_relaunch import localize, verdicts
 
@@ -100,6 +105,24 @@ def test_layouts_that_cannot_host_the_job_are_refused(live: tuple[Path, dict]) -
 # --- the relaunch, end to end ------------------------------------------------------------------
 
 
+def test_print_plan_shows_the_relaunchs_world_size(
+    tmp_path: Path, reference: Path, live: tuple[Path, dict]
+) -> None:
+    """The plan the explorer shows before anything runs: the ranks LAUNCH starts, and the
+    job's beside them."""
+    candidate, _ = live
+    for launch, ranks in ((_launch(candidate, 2, "--tp", "2", "--dp", "1"), 2), ([], 4)):
+        extra = ["--", *launch] if launch else []
+        proc = subprocess.run(
+            [str(ttrace_binary()), "serve", "--reference", str(reference), "--candidate",
+             str(candidate), "--print-plan", "--cwd", str(REPO), *extra],
+            env=env(TTRACE_PYTHON=sys.executable), capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+        plan = json.loads(proc.stdout)
+        assert (plan["world_size"], plan["job_world_size"]) == (ranks, 4), plan
+
+
 def test_tp2_relaunch_localizes_like_the_live_job(
     tmp_path: Path, reference: Path, live: tuple[Path, dict]
 ) -> None:
@@ -174,3 +197,55 @@ def test_report_fewer_devices_numbers() -> None:
         f"\nTP2 relaunch of a TP2xDP2 job: ready in {mean(TIMES['ready_s'])} s; seconds per "
         f"replayed module {mean(TIMES['small_s'])} (live 4-rank job {mean(TIMES['full_s'])})"
     )
+
+
+# --- FSDP2: parameters split over data parallel ------------------------------------------------
+
+
+def test_fsdp2_relaunch_on_one_device_refuses_modules_split_over_data_parallel(
+    tmp_path: Path,
+) -> None:
+    """A real FSDP2 job (2 gloo ranks, `fully_shard` per block and at the root) relaunched by
+    `ttrace serve` on one device, FSDP2 over a one-rank mesh: each parameter is whole there,
+    half on each captured rank. A module's replay is refused with `layout_too_small` naming the
+    parameter and both shapes, the gradient reduction with the data-parallel shortfall; no
+    module is reported as agreeing (exit 2, `UNDETERMINED`)."""
+    script = "tests.frameworks.fsdp_relaunch"
+    reference, candidate = tmp_path / "ref", tmp_path / "cand"
+    run_module(script, ["--reference", "--out", str(reference)], 1, 600)
+    run_module(script, ["--out", str(candidate)], 2, 600)
+    one = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=1",
+           "-m", script, "--out", str(candidate)]  # fmt: skip
+    job = RelaunchJob(
+        tmp_path / "serve", reference, candidate, "--", *one, cwd=PYTHON_DIR, pythonpath=PYTHON_DIR
+    )
+    try:
+        endpoint, _, _ = job.wait_serving()
+        assert "(1 rank; the job had 2 ranks)" in job.output(), job.output()
+        rc, report, text = localize(
+            reference, candidate, endpoint, job.token_file, tmp_path / "fwd.json",
+            "--module", "layers.0.feed_forward.w1", "--phase", "forward",
+        )  # fmt: skip
+        assert rc == 2, text
+        (refused,) = report["verdicts"]
+        assert refused["verdict"] == "not replayable", refused
+        assert refused["reason"].startswith("layout_too_small: "), refused
+        assert (
+            "parameter layers.0.feed_forward.w1.weight is held as [64, 32] in this "
+            in (refused["reason"])
+        )
+        assert "captured rank 0 held [32, 32] (DP2)" in refused["reason"], refused
+        assert "UNDETERMINED: not localized: no named module could be replayed" in text, text
+        assert "agrees" not in text and report["undetermined"], text
+
+        rc, report, text = localize(
+            reference, candidate, endpoint, job.token_file, tmp_path / "red.json",
+            "--module", "layers.0", "--phase", "reduction", "--shutdown",
+        )  # fmt: skip
+        assert rc == 2, text
+        (refused,) = report["verdicts"]
+        assert refused["reason"].startswith("layout_too_small: "), refused
+        assert "needs 2 data-parallel ranks; this agent has 1" in refused["reason"], refused
+        assert job.proc.wait(timeout=120) == 0, job.output()
+    finally:
+        job.kill()

@@ -384,6 +384,9 @@ def test_rank_killed_mid_replay_is_a_clear_error(
         # pings going unanswered, or the agent's own replay_failed answer.
         clear = ("dropped (the agent exited", "stopped answering", "replay_failed")
         assert any(c in output for c in clear), output
+        # The last line says the walk stopped; never an answer such as "nothing diverges".
+        assert "STOPPED: not localized: the replays stopped at an error (" in output, output
+        assert "nothing diverges" not in output and "nothing introduced" not in output, output
         assert elapsed < 90, f"localize took {elapsed:.0f} s to notice"
         assert job.proc.wait(timeout=60) != 0, job.output()
     finally:

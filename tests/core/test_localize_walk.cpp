@@ -309,6 +309,53 @@ private slots:
             walkDivergence(d, std::ref(judge), {{}, [&] { return ++checks > 2; }});
         QVERIFY(cancelled.cancelled);
         QCOMPARE(judge.asked.size(), std::size_t{2});
+        QCOMPARE(localizeVerdictLine(cancelled),
+                 std::string("CANCELLED: not localized: cancelled before the replays finished"));
+    }
+
+    void aStoppedWalkIsNeverWordedAsAnAnswer() {
+        // The agent fails at the first replay: of a walk (a divergence, no verdict yet) and of
+        // named modules (no divergence read at all): neither "nothing diverges" nor "nothing
+        // introduced", and the problem's words stand in the conclusion.
+        auto failing = [](const Suspect&) -> ModuleVerdict {
+            throw ReplayAbort{makeError(DiagnosticCode::AgentReplayFailed,
+                                        "agent tcp://127.0.0.1:5555", "rank 1 exited")};
+        };
+        const auto walked =
+            walkDivergence(diffOf(kModules, everythingDiverges(kModules)), failing, {});
+        const auto named =
+            judgeNamed({{"layers.0.attn", 0, 0, LocalizePhase::Forward, 0.0}}, failing, {});
+        for (const auto* r : {&walked, &named}) {
+            QVERIFY(r->verdicts.empty() && r->problems.size() == 1);
+            const auto line = localizeVerdictLine(*r);
+            QCOMPARE(line, std::string("STOPPED: not localized: the replays stopped at an error "
+                                       "(agent tcp://127.0.0.1:5555: rank 1 exited)"));
+            QCOMPARE(localizeConclusion(*r), line.substr(std::string("STOPPED: ").size()));
+        }
+    }
+
+    void namedModulesNoneReplayedAreUndetermined() {
+        // Every named module refused (a relaunch smaller than the job): no module was seen to
+        // agree, so neither "nothing introduced" nor "each agrees".
+        auto refusing = [](const Suspect& s) {
+            ModuleVerdict v;
+            v.suspect = s;
+            v.reason = "layout_too_small: split over a group this relaunch lacks";
+            v.layoutRefused = true;
+            return v;
+        };
+        const auto r =
+            judgeNamed({{"layers.0.attn", 0, 0, LocalizePhase::Forward, 0.0}}, refusing, {});
+        QVERIFY(r.undetermined() && !r.introduced());
+        QCOMPARE(localizeVerdictLine(r),
+                 std::string("UNDETERMINED: not localized: no named module could be replayed; "
+                             "layers.0.attn: layout_too_small: split over a group this "
+                             "relaunch lacks"));
+        // One judged and one refused: the judged one's agreement is an answer for it.
+        ScriptedJudge judge;
+        const auto mixed =
+            judgeNamed({{"layers.0.mlp", 0, 0, LocalizePhase::Forward, 0.0}}, std::ref(judge), {});
+        QVERIFY(!mixed.undetermined());
     }
 
     void namedModulesAreJudgedAlone() {

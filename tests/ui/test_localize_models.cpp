@@ -197,6 +197,17 @@ private slots:
         QVERIFY(localizeConclusion(r).contains("cancelled"));
     }
 
+    void aStoppedWalkReadsAsTheCliLastLine() {
+        // An agent error before any verdict: the explorer's headline is the CLI's last line.
+        replay::LocalizeResult r;
+        r.problems.push_back(
+            makeError(DiagnosticCode::AgentReplayFailed, "agent tcp://h:1", "rank 1 exited"));
+        const QString text = localizeConclusion(r);
+        QVERIFY2(text.startsWith(QString::fromStdString(replay::localizeVerdictLine(r))) &&
+                     text.startsWith("STOPPED: not localized") && text.contains("rank 1 exited"),
+                 qPrintable(text));
+    }
+
     void treeModelExposesTheBadge() {
         LayerTreeModel model;
         QAbstractItemModelTester tester(&model,

@@ -52,6 +52,16 @@ std::string unreplayedEntry(const DivergenceStart& start) {
 } // namespace
 
 std::string localizeConclusion(const LocalizeResult& r) {
+    // A walk that stopped early has no answer, whatever it found before: never "nothing
+    // diverges" or "nothing introduced" after an agent or transport error.
+    if (!r.problems.empty()) {
+        const auto& p = r.problems.front();
+        return "not localized: the replays stopped at an error (" +
+               (p.location.empty() ? p.message : p.location + ": " + p.message) + ")";
+    }
+    if (r.cancelled) {
+        return "not localized: cancelled before the replays finished";
+    }
     if (r.guiltyPhase) {
         return "introduced in " + std::string(localizePhaseName(*r.guiltyPhase)) +
                (r.guiltyParameters.empty() ? std::string()
@@ -77,6 +87,14 @@ std::string localizeConclusion(const LocalizeResult& r) {
             return "not localized: " + r.problems.back().message;
         }
         return "nothing diverges";
+    }
+    if (r.undetermined() && !r.start) {
+        // Named modules, none replayed (e.g. every one refused by a relaunch smaller than the
+        // job): nothing can be said to agree.
+        const auto& first = r.verdicts.front();
+        return "not localized: no named module could be replayed; " +
+               (first.suspect.module.empty() ? std::string("the step") : first.suspect.module) +
+               ": " + first.reason;
     }
     if (r.undetermined()) {
         std::string text =

@@ -95,7 +95,9 @@ ModuleFinding findingIn(const LocalizeResult& r, const std::string& module) {
 }
 
 std::string localizeVerdictLine(const LocalizeResult& r) {
-    const char* prefix = r.introduced()          ? "INTRODUCED: "
+    const char* prefix = !r.problems.empty()     ? "STOPPED: "
+                         : r.cancelled           ? "CANCELLED: "
+                         : r.introduced()        ? "INTRODUCED: "
                          : r.undetermined()      ? "UNDETERMINED: "
                          : r.enteredUnreplayed() ? "DIVERGENT: "
                                                  : "";

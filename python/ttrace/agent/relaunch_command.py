@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .launch_world import launch_world_size, launcher_part
 from .relaunch import CANDIDATE_ENV, REPLAY_ENV
 
 # Where the agent writes its endpoint and token: chosen per start, so not part of what the user
@@ -38,6 +39,18 @@ class RelaunchCommand:
     env: dict[str, str]  # set on top of this process's environment
     launcher: dict[str, Any]
     whole: bool = False  # LAUNCH named the program: it is the whole command, options included
+    # Processes LAUNCH starts, from its launcher's options (None: no LAUNCH, or it does not say).
+    launched: int | None = None
+
+    @property
+    def job_world_size(self) -> int:
+        return int(self.launcher.get("world_size", 1))
+
+    @property
+    def world_size(self) -> int:
+        """The relaunch's processes: LAUNCH's when it says, else the job's (which the recorded
+        launcher, or a LAUNCH that gives no count, starts)."""
+        return self.launched if self.launched is not None else self.job_world_size
 
     def show(self) -> str:
         lines = [f"  cd {self.cwd}"]
@@ -59,7 +72,8 @@ class RelaunchCommand:
             "argv": list(self.argv),
             "cwd": str(self.cwd),
             "env": env,
-            "world_size": int(self.launcher.get("world_size", 1)),
+            "world_size": self.world_size,
+            "job_world_size": self.job_world_size,
             "launcher": dict(self.launcher),
             "command": RelaunchCommand(self.argv, self.cwd, env, self.launcher).show(),
             "digest": self.digest(),
@@ -119,15 +133,18 @@ def relaunch_command(
         )
     argv = list(record["argv"])
     whole = bool(launch) and names_program(launch, argv)
-    if whole:
-        argv = []  # LAUNCH is the whole command, the script's options included
     launcher = list(launch) if launch else default_launcher(record.get("launcher", {}))
     env = dict(record.get("env", {}))
     env.update(agent_env)
     env[REPLAY_ENV] = "1"
     env[CANDIDATE_ENV] = str(candidate.resolve())
     env["TTRACE_REFERENCE"] = str(reference.resolve())
-    return RelaunchCommand([*launcher, *argv], where, env, dict(record.get("launcher", {})), whole)
+    launched = launch_world_size(launcher_part(launch, argv if whole else [])) if launch else None
+    if whole:
+        argv = []  # LAUNCH is the whole command, the script's options included
+    return RelaunchCommand(
+        [*launcher, *argv], where, env, dict(record.get("launcher", {})), whole, launched
+    )
 
 
 def child_environment(command: RelaunchCommand) -> dict[str, str]:

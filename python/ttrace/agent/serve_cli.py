@@ -132,6 +132,10 @@ def _plan(a: argparse.Namespace, launch: list[str], folder: Path | None) -> Rela
     return relaunch_command(manifest, a.reference, a.candidate, launch, env, a.cwd)
 
 
+def _ranks(n: int) -> str:
+    return f"{n} rank" if n == 1 else f"{n} ranks"
+
+
 def main(argv: Sequence[str]) -> int:
     args = list(argv)
     launch: list[str] = []
@@ -148,12 +152,15 @@ def main(argv: Sequence[str]) -> int:
     if a.print_plan:
         print(json.dumps(command.plan(), indent=2))
         return 0
-    ranks = int(command.launcher.get("world_size", 1))
-    # A LAUNCH that names the program sets the relaunch's own layout (maybe smaller).
-    size = f"the layout LAUNCH gives; the job had {ranks}" if command.whole else f"{ranks}"
+    ranks, job = command.world_size, command.job_world_size
+    # A LAUNCH may start fewer ranks than the job had (the script's own smaller layout).
+    if command.launched is None and command.whole:
+        size = f"the layout LAUNCH gives; the job had {_ranks(job)}"
+    else:
+        size = _ranks(ranks) if ranks == job else f"{_ranks(ranks)}; the job had {_ranks(job)}"
     print(
         f"ttrace serve: relaunching the candidate {a.candidate} in replay mode "
-        f"({size} ranks), no training step runs:\n"
+        f"({size}), no training step runs:\n"
         f"{command.show()}",
         file=sys.stderr,
         flush=True,

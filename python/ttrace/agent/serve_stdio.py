@@ -97,7 +97,7 @@ def run_over_stdio(command: RelaunchCommand, folder: Path) -> int:
         stdin=subprocess.DEVNULL,
         stdout=sys.stderr.fileno(),
     )
-    _emit({"event": "started", "world_size": int(command.launcher.get("world_size", 1))})
+    _emit({"event": "started", "world_size": command.world_size})
     announced = False
     try:
         while proc.poll() is None and not closed.is_set():

@@ -55,7 +55,9 @@ def default_init(name: str, shape: tuple[int, ...], g: torch.Generator) -> torch
 
 
 def reference_shapes(reference: str | Path) -> dict[str, tuple[int, ...]]:
-    """Full shapes of the reference bundle's parameters by canonical name."""
+    """Full shapes of the reference bundle's parameters by canonical name, from every rank
+    file: a distributed reference's rank 0 need not hold every parameter (a pipeline stage
+    holds its own layers only)."""
     import h5py
 
     shapes: dict[str, tuple[int, ...]] = {}
@@ -70,8 +72,12 @@ def reference_shapes(reference: str | Path) -> dict[str, tuple[int, ...]]:
                 int(n) for n in obj.attrs["global_shape"]
             )
 
-    with h5py.File(Path(reference) / "rank-00000.h5", "r") as f:
-        f.visititems(visit)
+    files = sorted(Path(reference).glob("rank-*.h5"))
+    if not files:
+        raise FileNotFoundError(f"{reference}: no rank files (rank-*.h5): not a trace bundle")
+    for path in files:
+        with h5py.File(path, "r") as f:
+            f.visititems(visit)
     return shapes
 
 

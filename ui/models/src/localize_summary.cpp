@@ -18,19 +18,11 @@ QString localizeConclusion(const replay::LocalizeResult& r) {
     const QString tail =
         QCoreApplication::translate("LocalizeSummary", " · %n replay(s) in %1 s", nullptr, replays)
             .arg(r.seconds, 0, 'f', 1);
-    // `ttrace localize` prints these as "error: ..." lines before its last line.
-    if (!r.problems.empty()) {
-        return tr("Localize stopped: %1")
-                   .arg(QString::fromStdString(r.problems.front().toString())) +
-               tail;
-    }
-    if (r.cancelled) {
-        return tr("Localize cancelled") + tail;
-    }
-    if (r.verdicts.empty() && !r.start) {
+    if (r.verdicts.empty() && !r.start && r.problems.empty() && !r.cancelled) {
         return tr("Nothing to localize: no divergence");
     }
-    // The last line of `ttrace localize` for the same result, word for word.
+    // The last line of `ttrace localize` for the same result, word for word (a stopped or
+    // cancelled walk included).
     return QString::fromStdString(replay::localizeVerdictLine(r)) + tail;
 }
 

@@ -5,6 +5,7 @@
 #include "ttrace/replay/replay_error.h"
 #include "ttrace/replay/replay_judge.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -87,16 +88,18 @@ struct LocalizeResult {
     }
     // Something diverges, nothing was found introduced, and some suspect could not be
     // replayed: the walk cannot say where the bug is (never reported as "nothing introduced").
+    // Named modules (no divergence read) none of which could be replayed say nothing either.
     [[nodiscard]] bool undetermined() const {
-        if (!start || introduced()) {
+        if (introduced()) {
             return false;
         }
-        for (const auto& v : verdicts) {
-            if (v.verdict == Verdict::NotReplayable) {
-                return true;
-            }
+        const auto refused = [](const ModuleVerdict& v) {
+            return v.verdict == Verdict::NotReplayable;
+        };
+        if (!start) {
+            return !verdicts.empty() && std::all_of(verdicts.begin(), verdicts.end(), refused);
         }
-        return false;
+        return std::any_of(verdicts.begin(), verdicts.end(), refused);
     }
     // Something diverges, every suspect was replayed and agrees given the reference's inputs,
     // and no phase or entry holds it: the divergence enters where no replayed module runs (the

@@ -43,7 +43,8 @@ ModuleFinding findingOf(const ModuleVerdict& verdict);
 ModuleFinding findingIn(const LocalizeResult& result, const std::string& module);
 
 // The last line of `ttrace localize`: "INTRODUCED: introduced in gradient reduction: parameters
-// of final_norm", "UNDETERMINED: not localized: ...", "nothing introduced: ...".
+// of final_norm", "UNDETERMINED: not localized: ...", "STOPPED: not localized: the replays
+// stopped at an error (...)", "CANCELLED: ...", "nothing introduced: ...".
 std::string localizeVerdictLine(const LocalizeResult& result);
 
 } // namespace ttrace::replay
