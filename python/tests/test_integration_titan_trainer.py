@@ -20,6 +20,7 @@ attention, CUDA graphs, torch.compile, float8, the `spmd_types` backend.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from importlib.metadata import version
 from pathlib import Path
@@ -103,3 +104,39 @@ def test_injected_bug_is_found_in_its_module(name: str, reference: Path, tmp_pat
     assert first["phase"] == phase and first["module"].startswith(guilty), text
     introduced = [m["name"] for m in report["modules"] if m["origin"] == "introduced"]
     assert introduced and introduced[0].startswith(guilty), text
+
+
+def test_a_loader_that_splits_documents_by_rank_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """torchtitan's Hugging Face text loader on a local dataset: with 2 data-parallel ranks
+    each reads its own slice of the documents (no one-process reference reads that global
+    batch): refused, naming why; with one it is taken."""
+    from tokenizers import Tokenizer
+    from tokenizers.models import WordLevel
+    from torchtitan.components.tokenizer import HuggingFaceTokenizer
+    from torchtitan.hf_datasets.text_datasets import HuggingFaceTextDataLoader
+
+    from ttrace.integrations.batch_rows import SamplerError
+    from ttrace.integrations.torchtitan import check_data_order
+
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "cache"))
+    words = {f"w{i}": i for i in range(16)}
+    Tokenizer(WordLevel(words, unk_token="w0")).save(str(tmp_path / "tokenizer.json"))
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    lines = [json.dumps({"text": f"w{i} w{i + 1} w{i + 2}"}) for i in range(8)]
+    (docs / "train.json").write_text("\n".join(lines))
+    tokenizer = HuggingFaceTokenizer(tokenizer_path=str(tmp_path))
+    config = HuggingFaceTextDataLoader.Config(dataset="c4_test", dataset_path=str(docs))
+    for dp in (2, 1):
+        loader = config.build(
+            dp_world_size=dp, dp_rank=0, tokenizer=tokenizer, seq_len=4, local_batch_size=1
+        )
+        if dp == 1:
+            check_data_order(loader)
+            continue
+        with pytest.raises(SamplerError, match="split_dataset_by_node") as refused:
+            check_data_order(loader)
+        assert refused.value.code == "split_by_rank"

@@ -81,7 +81,7 @@ class TitanCapture:
                 f"ttrace: one model part per rank is supported, this rank has {len(parts)} "
                 f"model parts and {len(optimizers)} optimizers"
             )
-        _check_data_order(self.trainer)
+        check_data_order(getattr(self.trainer, "dataloader", None))
         return Tracer(
             parts, optimizers[0], self.out_dir, iterations=self.iterations, **self.options
         )
@@ -132,8 +132,8 @@ class TitanCapture:
         self.done = True
 
 
-def _check_data_order(trainer: Any) -> None:
-    dataloader = getattr(trainer, "dataloader", None)
+def check_data_order(dataloader: Any) -> None:
+    """Refuse a torchtitan loader whose global batch depends on the data-parallel degree."""
     dataset = getattr(dataloader, "dataset", None)
     if getattr(dataloader, "dp_world_size", 1) <= 1 or dataset is None:
         return
