@@ -41,6 +41,9 @@ PIP_PACKAGES=(torch==2.13.0 "h5py>=3.8" "numpy>=1.24" "pytest>=7" "ruff>=0.5" py
 # Megatron-core, pinned and without its dependencies (they pull CUDA packages); at import on
 # CPU it needs only packaging and PyYAML (pinned in PIP_PACKAGES).
 NO_DEPS_PACKAGES=(megatron-core==0.16.1)
+# The unified Lightning package (lightning.pytorch), beside pytorch-lightning for the Lightning
+# integration's test: it needs what pytorch-lightning needs (pinned in PIP_PACKAGES).
+NO_DEPS_PACKAGES+=(lightning==2.6.6)
 PIP_PACKAGES+=(packaging==26.3 PyYAML==6.0.3)
 
 # The newest Megatron-core release, tested on Python 3.12 in its own virtual environment
