@@ -41,6 +41,9 @@ PIP_PACKAGES=(torch==2.13.0 "h5py>=3.8" "numpy>=1.24" "pytest>=7" "ruff>=0.5" py
 # Megatron-core, pinned and without its dependencies (they pull CUDA packages); at import on
 # CPU it needs only packaging and PyYAML (pinned in PIP_PACKAGES).
 NO_DEPS_PACKAGES=(megatron-core==0.16.1)
+# The unified Lightning package (lightning.pytorch), beside pytorch-lightning for the Lightning
+# integration's test: it needs what pytorch-lightning needs (pinned in PIP_PACKAGES).
+NO_DEPS_PACKAGES+=(lightning==2.6.6)
 PIP_PACKAGES+=(packaging==26.3 PyYAML==6.0.3)
 
 # The newest Megatron-core release, tested on Python 3.12 in its own virtual environment
@@ -56,6 +59,11 @@ PY312_NO_DEPS_PACKAGES=(megatron-core==0.19.2)
 # distributed modules import is spmd_types and tyro (with tyro's docstring-parser and typeguard).
 PY312_NO_DEPS_PACKAGES+=(torchtitan==0.3.0 spmd_types==0.2.3 tyro==1.0.17
   docstring-parser==0.18.0 typeguard==4.6.1)
+# torchtitan's Trainer (ctest entry python_integration_titan) imports its data loader
+# (torchdata), metrics (tensorboard), tokenizer (tokenizers) and Hugging Face text datasets
+# (datasets, in the range torchtitan 0.3.0 asks for) when it is imported: with their
+# dependencies.
+PY312_PACKAGES+=(torchdata==0.11.0 tensorboard==2.21.0 tokenizers==0.23.3 datasets==4.7.0)
 
 log() { printf '\033[1m[ttrace]\033[0m %s\n' "$*" >&2; }
 

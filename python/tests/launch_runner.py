@@ -15,7 +15,9 @@ from job_runner import PYTHON_DIR
 def capture(module: str, role: list[str], out: Path, nproc: int, args: list[str]) -> None:
     """`ttrace capture ROLE --out OUT -- [torchrun] python -m MODULE ARGS` from python/,
     through the real binary; raises with the output's tail when it fails."""
-    env = dict(os.environ, PYTHONPATH=str(PYTHON_DIR), OMP_NUM_THREADS="1")
+    # python/ first; what the caller's PYTHONPATH adds (packages kept outside the venv) after.
+    path = os.pathsep.join(p for p in (str(PYTHON_DIR), os.environ.get("PYTHONPATH", "")) if p)
+    env = dict(os.environ, PYTHONPATH=path, OMP_NUM_THREADS="1")
     env |= {"TTRACE_PYTHON": sys.executable, "PYTHONWARNINGS": "ignore"}
     if nproc == 1:
         launch = [sys.executable, "-m", module]

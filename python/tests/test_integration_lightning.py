@@ -100,3 +100,30 @@ def test_a_failed_fit_leaves_the_steps_it_finished(tmp_path: Path) -> None:
     status = json.loads((out / "rank-00000.status.json").read_text())
     assert (status["state"], status["steps_done"]) == ("exited", [["nominal", 0]]), status
     assert (out / "rank-00000.h5").is_file() and not (out / "manifest.json").exists()
+
+
+UNIFIED = "tests.frameworks.lightning_unified_fit"
+
+
+def test_the_unified_package_is_the_release() -> None:
+    from importlib.metadata import version
+
+    assert version("lightning") == version("pytorch-lightning") == "2.6.6"
+
+
+def test_the_unified_packages_trainer_is_captured_clean(reference: Path, tmp_path: Path) -> None:
+    """The same training written with `import lightning.pytorch as L` (its own Trainer,
+    LightningModule and Callback classes; the callback passed alone, which that Trainer takes
+    only as one of its own Callbacks): the DDP candidate against the `pytorch_lightning`
+    reference, which trains the same model on the same rows."""
+    script = PYTHON_DIR / "tests" / "frameworks" / "lightning_unified_fit.py"
+    marked = [line for line in script.read_text().splitlines() if line.endswith("# ttrace")]
+    assert len(marked) == 2, marked
+    cand = tmp_path / "cand"
+    capture(UNIFIED, ["--candidate"], cand, 2, [])
+    code, report, text = diff(reference, cand, tmp_path)
+    s = report["summary"]
+    assert code == 0, text
+    assert s["compared"] > 700 and (s["divergent"], s["invalid"], s["missing"]) == (0, 0, 0)
+    clean = [t["id"] for t in report["tensors"] if t["status"] == "clean"]
+    assert {(i["iteration"], i["micro_batch"]) for i in clean} >= {(0, 0), (0, 1), (1, 1)}

@@ -15,6 +15,8 @@ replaces a reduction, a placement or any of the model's math.
 
 from __future__ import annotations
 
+import os
+import socket
 from typing import Any
 
 
@@ -38,3 +40,78 @@ def gloo_sum_reduction(model: Any) -> None:
     for module in model.modules():
         if isinstance(module, FSDPModule):
             module.set_force_sum_reduction_for_comms(True)
+
+
+def use_cpu_trainer() -> None:
+    """What torchtitan's `Trainer` needs besides `use_cpu_device` to run on CPU processes.
+
+    - The device: `torchtitan.tools.utils` picks "cuda" and `torch.cuda` when no accelerator
+      is found; `Trainer.__init__` sets its device from them and builds the weights on it, and
+      the modules that imported them at import time (`parallel_dims`, `distributed.utils`,
+      `components.metrics`) use them too: "cpu" and `torch.cpu` in each, except that
+      `distributed.utils` passes `device_module.current_device()` to `barrier(device_ids=...)`
+      (after the first step), a device index, where `torch.cpu.current_device()` is the
+      string "cpu": there it is index 0 (`CpuDeviceModule`; gloo's barrier ignores it).
+    - The process group: `init_distributed` would pick NCCL for "cuda"; it skips its own
+      initialization when one exists, so gloo is initialized first (one process: world 1).
+    - The metrics' `DeviceMemoryMonitor` reads CUDA memory statistics (`get_device_name`,
+      `get_device_properties`, `memory_stats`), which `torch.cpu` has not: a monitor that
+      reports no memory. It only feeds the log line.
+
+    Not a device choice, a version gap on any device: torchtitan 0.3.0's `train()` calls
+    `torch.distributed.set_timeout(timeout, group)` after the first step (`set_pg_timeouts`,
+    to shorten the process groups' timeouts), which torch 2.13.0 does not have; its
+    `distributed_c10d._set_pg_timeout(timeout, group)` does the same and stands in for it.
+    """
+    import torch
+    import torch.distributed as dist
+    import torchtitan.components.metrics as metrics
+    import torchtitan.distributed.utils as dist_utils
+    import torchtitan.tools.utils as tools_utils
+
+    use_cpu_device()
+    for module in (tools_utils, dist_utils, metrics):
+        module.device_type, module.device_module = "cpu", torch.cpu
+    dist_utils.device_module = CpuDeviceModule()
+    metrics.build_device_memory_monitor = CpuMemoryMonitor
+    if not hasattr(dist, "set_timeout"):
+        dist.set_timeout = dist.distributed_c10d._set_pg_timeout  # type: ignore[attr-defined]
+    if not dist.is_initialized():
+        for name, value in (("RANK", "0"), ("LOCAL_RANK", "0"), ("WORLD_SIZE", "1")):
+            os.environ.setdefault(name, value)
+        os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+        os.environ.setdefault("MASTER_PORT", str(_free_port()))
+        dist.init_process_group("gloo")
+
+
+class CpuDeviceModule:
+    """`torch.cpu` with the device index a CUDA module would give."""
+
+    def __getattr__(self, name: str) -> Any:
+        import torch
+
+        return getattr(torch.cpu, name)
+
+    def current_device(self) -> int:
+        return 0
+
+
+class CpuMemoryMonitor:
+    """`DeviceMemoryMonitor`'s interface with nothing measured (CPU processes)."""
+
+    device_name = "cpu"
+    device_capacity_gib = 0.0
+
+    def get_peak_stats(self) -> Any:
+        from torchtitan.components.metrics import DeviceMemStats
+
+        return DeviceMemStats(0.0, 0.0, 0.0, 0.0, 0, 0)
+
+    def reset_peak_stats(self) -> None:
+        pass
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])

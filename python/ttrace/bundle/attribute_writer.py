@@ -36,6 +36,10 @@ _UTF8 = h5py.string_dtype("utf-8")
 # activations (hundreds of KiB) must take the direct path: they hold most captured bytes.
 DIRECT_WRITE_BYTES = 16 << 10
 _CACHED = 4096  # entries of each cache below, at most
+# A tensor's attributes stay in its object header up to this many (HDF5's default, 8, would
+# move each tensor's dozen attributes into a heap and B-tree of their own, doubling the
+# file's metadata); one too large for the header goes to dense storage whatever the count.
+_COMPACT_ATTRS, _DENSE_ATTRS = 64, 48
 
 
 class AttributeWriter:
@@ -50,9 +54,11 @@ class AttributeWriter:
         # No modification times: h5py's default, and reproducible files.
         self._dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
         self._dcpl.set_obj_track_times(False)
+        self._dcpl.set_attr_phase_change(_COMPACT_ATTRS, _DENSE_ATTRS)
         # Direct datasets: storage allocated at creation, so its offset is known at once.
         self._dcpl_direct = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
         self._dcpl_direct.set_obj_track_times(False)
+        self._dcpl_direct.set_attr_phase_change(_COMPACT_ATTRS, _DENSE_ATTRS)
         self._dcpl_direct.set_alloc_time(h5py.h5d.ALLOC_TIME_EARLY)
         self._dcpl_direct.set_fill_time(h5py.h5d.FILL_TIME_NEVER)
         # Types, dataspaces and string values recur from dataset to dataset: HDF5 copies

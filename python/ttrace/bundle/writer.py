@@ -352,8 +352,12 @@ class BundleWriter:
 def _create_file(path: Path) -> h5py.File:
     """A new, empty rank file (an old one is replaced)."""
     fapl = h5py.h5p.create(h5py.h5p.FILE_ACCESS)
-    # v110 at most keeps the file readable by HDF5 1.10, which the C++ reader links.
-    fapl.set_libver_bounds(h5py.h5f.LIBVER_EARLIEST, h5py.h5f.LIBVER_V110)
+    # v110 at most keeps the file readable by HDF5 1.10, which the C++ reader links. v18 at
+    # least gives version-2 object headers, which keep an attribute too large for a header
+    # message (64 KiB: a strided batch's `boxes`, one box per row, from about 900 rows of a
+    # 3-d activation) in dense attribute storage; the version-1 headers of the earliest
+    # format refuse it. HDF5 1.8 and later read both.
+    fapl.set_libver_bounds(h5py.h5f.LIBVER_V18, h5py.h5f.LIBVER_V110)
     # No sieve buffer: HDF5 would keep small datasets' bytes in it and write them when the
     # dataset's handle is freed, where a failed write (a full disk) is printed, never
     # raised. Without it each H5Dwrite writes its bytes, and a failure reaches the writer.

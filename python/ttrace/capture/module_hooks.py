@@ -35,6 +35,7 @@ from ttrace.bundle import Placement, TensorKey
 from .annotate import param_annotation_of
 from .call_log import RECOMPUTE_SUFFIX, CallLog, CallRecord, in_backward, input_key
 from .capture_state import CaptureState
+from .checkpoint_modes import outside_selective_checkpoint
 from .compiled_regions import hook_module
 from .dtensor_placement import is_dtensor
 from .errors import TracerError
@@ -259,7 +260,8 @@ class ModuleHooks:
     def _guard(self, what: str, fn: Callable[[], Any]) -> Any:
         start = time.perf_counter()
         try:
-            return fn()
+            with outside_selective_checkpoint():
+                return fn()
         except TracerError:
             raise
         except Exception as exc:

@@ -32,6 +32,8 @@ SAMPLER_ERRORS = (
     "replicas",  # the sampler's num_replicas is not the data-parallel size
     "rank",  # the sampler's rank is not this rank's data-parallel rank
     "samplers_differ",  # several training loaders whose samplers deal rows differently
+    "split_by_rank",  # each data-parallel rank reads its own slice of the documents, so the
+    # global batch depends on the data-parallel degree (torchtitan's Hugging Face loader)
 )
 
 

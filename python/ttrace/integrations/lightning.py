@@ -19,13 +19,16 @@ rows to the ranks in turn: the callback reads that sampler (its `num_replicas`, 
 The capture closes when `fit()` ends; when it fails, the step in progress is written and the
 rank file closed with a status record that says so, without a manifest (`ttrace diff
 --partial` reads it). Under `ttrace capture` each run of `fit()` is one reference variant.
-The class is made on first use: `pytorch_lightning` is imported only by its users.
+The class is made on first use: Lightning is imported only by its users. It derives from the
+`Callback` of each Lightning package installed, so it serves `pytorch_lightning.Trainer` and
+the unified package's `lightning.pytorch.Trainer` alike.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
+import importlib
 import os
 from collections.abc import Sequence
 from typing import Any
@@ -132,12 +135,26 @@ def _exit(context: contextlib.AbstractContextManager[Any], exception: BaseExcept
         context.__exit__(type(exception), exception, exception.__traceback__)
 
 
+def _callback_bases() -> tuple[type, ...]:
+    """The `Callback` classes of the Lightning packages installed: `pytorch_lightning` and the
+    unified `lightning` (`lightning.pytorch`) each have their own, and each Trainer accepts only
+    its own package's callbacks; the callback derives from both, so either Trainer takes it."""
+    bases: list[type] = []
+    for package in ("pytorch_lightning", "lightning.pytorch"):
+        try:
+            bases.append(importlib.import_module(package).Callback)
+        except ImportError:
+            continue
+    if not bases:
+        raise ImportError("ttrace: TTraceCallback needs pytorch_lightning or lightning installed")
+    return tuple(bases)
+
+
 @functools.cache
 def _callback_type() -> type:
-    """The callback class, made on first use (`pytorch_lightning` is not a dependency)."""
-    import pytorch_lightning as pl
+    """The callback class, made on first use (neither Lightning package is a dependency)."""
 
-    class TTraceCallback(pl.Callback):  # type: ignore[misc,valid-type]
+    class TTraceCallback(*_callback_bases()):  # type: ignore[misc]
         """Maps Lightning's optimizer steps to `tracer.step(global_step)` and its
         accumulated batches to micro-batches."""
 
@@ -154,19 +171,19 @@ def _callback_type() -> type:
         def tracer(self) -> Tracer | None:
             return self.capture.tracer
 
-        def on_train_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        def on_train_start(self, trainer: Any, pl_module: Any) -> None:
             self.capture.start(trainer)
 
-        def on_train_batch_start(self, trainer: pl.Trainer, *args: Any) -> None:
+        def on_train_batch_start(self, trainer: Any, *args: Any) -> None:
             self.capture.batch_start(trainer)
 
-        def on_train_batch_end(self, trainer: pl.Trainer, *args: Any) -> None:
+        def on_train_batch_end(self, trainer: Any, *args: Any) -> None:
             self.capture.batch_end(trainer)
 
-        def on_train_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        def on_train_end(self, trainer: Any, pl_module: Any) -> None:
             self.capture.end()
 
-        def on_exception(self, trainer: pl.Trainer, pl_module: Any, exc: BaseException) -> None:
+        def on_exception(self, trainer: Any, pl_module: Any, exc: BaseException) -> None:
             self.capture.fail(exc)
 
     return TTraceCallback
