@@ -188,7 +188,11 @@ private slots:
         QVERIFY2(r.problems.empty(),
                  r.problems.empty() ? "" : r.problems.front().toString().c_str());
         QCOMPARE(r.verdicts.size(), std::size_t{1});
-        QVERIFY2(ticks > 3, "the GUI thread was blocked during the replay");
+        // A replay run on the GUI thread would finish inside trigger(), before the event
+        // loop could fire the 20 ms timer once; a replay with real agents takes longer than
+        // one tick, so the timer firing at all shows the GUI thread stayed free (counting
+        // more ticks than that made the check depend on how fast the agents answered).
+        QVERIFY2(ticks >= 1, "the GUI thread was blocked during the replay");
         QCOMPARE(badgeText(w, "layers.1.mlp.linear_fc1"), QStringLiteral("introduced here"));
         // The drill-down plots the replayed error beside the captured one.
         QVERIFY(w.drillDownPane()->replayPlot()->isVisible());
