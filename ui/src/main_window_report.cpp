@@ -69,9 +69,8 @@ void MainWindow::startReportOpen(const QString& report, const QString& cache) {
                                                 static_cast<qsizetype>(kReportOnlyReason.size())));
     localizeUi_->setBundles({}, {}); // nothing to replay without the bundles
     swap_->setEnabled(false);
-    cancel_->setEnabled(false); // a read of one file: nothing to cancel midway
-    cancelButton_->hide();
-    progress_->setRange(0, 0);
+    progress_->begin(0);        // busy: one file's read has no steps to count
+    cancel_->setEnabled(false); // ... and nothing to cancel midway
     progressText_->setText(tr("Reading the report %1…").arg(report));
     setWindowTitle(tr("%1 (report) — TTrace Explorer").arg(QFileInfo(report).fileName()));
     reportLoader_->start(report, cache);
@@ -95,8 +94,7 @@ void MainWindow::onReportOpened(const std::shared_ptr<const OpenedReport>& opene
     }
     showResult(result);
     updateVerdict();
-    progress_->setRange(0, 1000);
-    progress_->hide();
+    progress_->end();
     statusBar()->showMessage(tr("Opened from a report: element-level drill-down and localize "
                                 "need the bundles."));
     progressText_->setText(
@@ -110,8 +108,7 @@ void MainWindow::onReportOpened(const std::shared_ptr<const OpenedReport>& opene
 }
 
 void MainWindow::onReportFailed(const QString& message) {
-    progress_->setRange(0, 1000);
-    progress_->hide();
+    progress_->end();
     progressText_->setText(tr("Report not opened"));
     problems_->setProblems(message, {});
     headline_->setRefused(message);

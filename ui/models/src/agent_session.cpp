@@ -14,10 +14,6 @@ QString qstr(const std::string& s) {
     return QString::fromStdString(s);
 }
 
-QString tr(const char* text) {
-    return QCoreApplication::translate("AgentSession", text);
-}
-
 } // namespace
 
 QString agentLayout(const replay::AgentInfo& info) {
