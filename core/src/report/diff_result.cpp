@@ -9,6 +9,7 @@ std::string_view statusName(Status status) {
     case Status::Missing: return "missing";
     case Status::Invalid: return "invalid";
     case Status::Unresolved: return "unresolved";
+    case Status::Drift: return "drift";
     }
     return "unknown";
 }
@@ -16,10 +17,11 @@ std::string_view statusName(Status status) {
 int severity(Status status) {
     switch (status) {
     case Status::Clean: return 0;
-    case Status::Divergent: return 1;
-    case Status::Unresolved: return 2;
-    case Status::Missing: return 3;
-    case Status::Invalid: return 4;
+    case Status::Drift: return 1;
+    case Status::Divergent: return 2;
+    case Status::Unresolved: return 3;
+    case Status::Missing: return 4;
+    case Status::Invalid: return 5;
     }
     return 0;
 }
@@ -79,6 +81,7 @@ std::string_view originName(Origin origin) {
     case Origin::Introduced: return "introduced";
     case Origin::Inherited: return "inherited";
     case Origin::Undetermined: return "undetermined";
+    case Origin::Drift: return "drift";
     }
     return "unknown";
 }

@@ -53,7 +53,7 @@ bool related(const std::string& a, const std::string& b) {
 }
 
 bool compared(const TensorResult& t) {
-    return t.status == Status::Clean || t.status == Status::Divergent;
+    return t.status == Status::Clean || t.status == Status::Divergent || t.status == Status::Drift;
 }
 
 // Everything the origin logic needs to know about one compared tensor.
@@ -302,8 +302,8 @@ void assembleVerdicts(DiffResult& result, const std::vector<ModuleInfo>& modules
 
     DiffSummary& s = result.summary;
     s.compared = s.divergent = s.missing = s.invalid = s.structural = s.unresolved = 0;
-    s.provisional = s.provisionalOverBound = 0;
-    s.maxRatio = s.provisionalMaxRatio = 0.0;
+    s.provisional = s.provisionalOverBound = s.drift = 0;
+    s.maxRatio = s.provisionalMaxRatio = s.driftMaxRatio = 0.0;
     for (std::size_t i = 0; i < result.tensors.size(); ++i) {
         const auto& t = result.tensors[i];
         auto& m = result.modules[index.at(t.id.module)];
@@ -311,6 +311,7 @@ void assembleVerdicts(DiffResult& result, const std::vector<ModuleInfo>& modules
         switch (t.status) {
         case Status::Clean:
         case Status::Divergent:
+        case Status::Drift:
             ++s.compared;
             if (t.tolerance.provisional != Provisional::None) {
                 ++s.provisional;
@@ -321,6 +322,10 @@ void assembleVerdicts(DiffResult& result, const std::vector<ModuleInfo>& modules
             s.maxRatio = std::max(s.maxRatio, t.ratio);
             m.maxRatio = std::max(m.maxRatio, t.ratio);
             s.divergent += t.status == Status::Divergent ? 1 : 0;
+            if (t.status == Status::Drift) {
+                ++s.drift;
+                s.driftMaxRatio = std::max(s.driftMaxRatio, t.ratio);
+            }
             s.structural += t.structure != StructuralChange::None ? 1 : 0;
             break;
         case Status::Missing: ++s.missing; break;
@@ -377,6 +382,9 @@ RunVerdict runVerdict(const DiffResult& r) {
     if (s.divergent > 0) {
         return RunVerdict::Divergent;
     }
+    if (s.drift > 0 && s.unresolved == 0 && s.provisionalOverBound == 0) {
+        return RunVerdict::Drift;
+    }
     // Not clean, not divergent: placements no evidence settles, or tensors that only a
     // provisional analytic bound judges and that exceed it (a reference without variants
     // cannot tell their round-off from a bug).
@@ -390,6 +398,7 @@ std::string_view runVerdictName(RunVerdict verdict) {
     case RunVerdict::Divergent: return "divergent";
     case RunVerdict::Invalid: return "invalid";
     case RunVerdict::Unresolved: return "unresolved";
+    case RunVerdict::Drift: return "drift";
     }
     return "invalid";
 }
@@ -397,6 +406,8 @@ std::string_view runVerdictName(RunVerdict verdict) {
 int exitCodeFor(const DiffResult& result) {
     switch (runVerdict(result)) {
     case RunVerdict::Clean: return exitStatus(ExitCode::Ok);
+    // Drift is no bug: a pipeline that gates on the exit status passes a kernel upgrade.
+    case RunVerdict::Drift: return exitStatus(ExitCode::Ok);
     case RunVerdict::Divergent: return exitStatus(ExitCode::Divergent);
     case RunVerdict::Invalid: return exitStatus(ExitCode::BadInput);
     case RunVerdict::Unresolved: return exitStatus(ExitCode::Unresolved);
