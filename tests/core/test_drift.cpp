@@ -152,6 +152,26 @@ private slots:
         QCOMPARE(r.firstForwardDivergence.value_or(""), std::string("layer.mlp"));
         QCOMPARE(runVerdict(r), RunVerdict::Divergent);
     }
+    void driftBeforeABugOnTheTimelineStaysDriftAndAfterItIsDivergent() {
+        const auto d = environmentDiff(manifest("2.13.0", "attention=einsum"),
+                                       manifest("2.13.0", "attention=sdpa"));
+        auto r = driftingRun(3.0); // iteration 0 forward: drift from layer.attn
+        // A gradient-reduction bug in iteration 0, and what iteration 1 then inherits.
+        r.tensors.push_back(syntheticTensor("embed", TensorKind::MainGrad, 1e5));
+        r.tensors.push_back(syntheticTensor("embed", TensorKind::ForwardOutput, 5.0, 1));
+        r.tensors.push_back(syntheticTensor("layer.mlp", TensorKind::ForwardOutput, 4.0, 1));
+        assembleVerdicts(r, modules());
+        applyDrift(r, d, modules());
+        QCOMPARE(r.module("layer.attn")->origin, Origin::Drift);
+        for (const auto& t : r.tensors) {
+            const bool after = t.id.iteration == 1 || t.id.kind == TensorKind::MainGrad;
+            QCOMPARE(t.status == Status::Divergent, after);
+        }
+        QVERIFY(r.firstDivergence.has_value());
+        QCOMPARE(r.firstDivergence->module, std::string("embed"));
+        QCOMPARE(r.firstDivergence->kind, TensorKind::MainGrad);
+        QCOMPARE(runVerdict(r), RunVerdict::Divergent);
+    }
     void runWideChangeAllowsDriftEverywhere() {
         const auto d = environmentDiff(manifest("2.13.0", "attention=einsum"),
                                        manifest("2.14.0", "attention=einsum"));

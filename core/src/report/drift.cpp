@@ -2,7 +2,11 @@
 
 #include "ttrace/verdict.h"
 
+#include "ttrace/time_place.h"
+
 #include <algorithm>
+#include <optional>
+#include <tuple>
 
 namespace ttrace {
 namespace {
@@ -12,14 +16,37 @@ bool withinDrift(const TensorResult& t) {
            t.ratio > 1.0 && t.ratio <= kDriftBound;
 }
 
-// A module whose divergence is not drift: it introduced one (or its evidence is incomplete)
-// and some of its tensors stay divergent.
-bool realDivergence(const DiffResult& r, const ModuleResult& m) {
-    if (m.origin != Origin::Introduced && m.origin != Origin::Undetermined) {
-        return false;
+// A tensor's place on the run's timeline (report/timeline.cpp's order): iteration and phase,
+// micro-batch, execution order within the phase (reversed in backward).
+using TimeKey = std::tuple<TimePlace, std::int64_t, int>;
+
+TimeKey timeKey(const DiffResult& r, const TensorResult& t) {
+    const auto* m = r.module(t.id.module);
+    const int order = m ? m->order : 0;
+    const auto place = timePlaceOf(t.id);
+    return {place, t.id.microBatch, place.phase == Phase::Backward ? -order : order};
+}
+
+// Where the first divergence that is not drift enters: the earliest divergent tensor beyond
+// the bound, of a changed structure, or of a module that introduces a divergence where its
+// kernel did not change. Nothing after it on the timeline can be told to inherit drift rather
+// than it.
+std::optional<TimeKey> firstRealDivergence(const DiffResult& r, const EnvironmentDiff& env) {
+    std::optional<TimeKey> first;
+    for (const auto& t : r.tensors) {
+        if (t.status != Status::Divergent) {
+            continue;
+        }
+        const auto* m = r.module(t.id.module);
+        const bool introduced =
+            m && (m->origin == Origin::Introduced || m->origin == Origin::Undetermined);
+        if (t.ratio > kDriftBound || t.structure != StructuralChange::None ||
+            (introduced && !env.allowsDrift(t.id.module))) {
+            const auto key = timeKey(r, t);
+            first = first ? std::min(*first, key) : key;
+        }
     }
-    return std::any_of(m.tensors.begin(), m.tensors.end(),
-                       [&](std::size_t i) { return r.tensors[i].status == Status::Divergent; });
+    return first;
 }
 
 std::size_t markDirect(DiffResult& r, const EnvironmentDiff& env) {
@@ -33,22 +60,21 @@ std::size_t markDirect(DiffResult& r, const EnvironmentDiff& env) {
     return marked;
 }
 
-// Inherited drift: the inputs explain the module's divergence, and nothing upstream is a real
-// divergence, so what it inherits is drift. When any module introduces a real divergence, the
-// inheritors keep the usual verdict: which of the two they inherit cannot be told apart.
-std::size_t markInherited(DiffResult& r) {
-    if (std::any_of(r.modules.begin(), r.modules.end(),
-                    [&](const ModuleResult& m) { return realDivergence(r, m); })) {
-        return 0;
-    }
+// Inherited drift: the inputs explain the module's divergence (origin Inherited), within the
+// bound, and it comes before any real divergence on the timeline, so what it inherits is
+// drift. After a real divergence, inheritors keep the usual verdict: which of the two they
+// inherit cannot be told apart.
+std::size_t markInherited(DiffResult& r, const EnvironmentDiff& env) {
+    const auto cutoff = firstRealDivergence(r, env);
     std::size_t marked = 0;
     for (const auto& m : r.modules) {
         if (m.origin != Origin::Inherited) {
             continue;
         }
         for (const auto i : m.tensors) {
-            if (withinDrift(r.tensors[i])) {
-                r.tensors[i].status = Status::Drift;
+            auto& t = r.tensors[i];
+            if (withinDrift(t) && (!cutoff || timeKey(r, t) < *cutoff)) {
+                t.status = Status::Drift;
                 ++marked;
             }
         }
@@ -68,7 +94,7 @@ std::size_t applyDrift(DiffResult& r, const EnvironmentDiff& environment,
     }
     const bool mayDrift = environment.runWide() || !environment.changedModules().empty();
     s.driftBound = mayDrift ? kDriftBound : 0.0;
-    if (!mayDrift || markDirect(r, environment) + markInherited(r) == 0) {
+    if (!mayDrift || markDirect(r, environment) + markInherited(r, environment) == 0) {
         return 0;
     }
     assembleVerdicts(r, modules);
