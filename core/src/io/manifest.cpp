@@ -3,9 +3,9 @@
 #include "io/manifest_checks.h"
 #include "io/manifest_clipping.h"
 #include "io/manifest_convention.h"
+#include "io/manifest_environment.h"
 #include "io/manifest_fields.h"
 #include "io/manifest_optimizer.h"
-#include "io/manifest_environment.h"
 #include "io/manifest_start.h"
 #include "io/regular_file.h"
 
