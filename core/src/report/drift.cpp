@@ -5,6 +5,7 @@
 #include "ttrace/time_place.h"
 
 #include <algorithm>
+#include <map>
 #include <optional>
 #include <tuple>
 
@@ -97,12 +98,21 @@ std::size_t applyDrift(DiffResult& r, const EnvironmentDiff& environment,
     if (!mayDrift || markDirect(r, environment) + markInherited(r, environment) == 0) {
         return 0;
     }
+    // The origins before marking say where drift entered; after marking, the origin analysis
+    // sees drift as no divergence, so what stays divergent is localized on its own.
+    std::map<std::string, Origin> before;
+    for (const auto& m : r.modules) {
+        before[m.name] = m.origin;
+    }
     assembleVerdicts(r, modules);
     for (auto& m : r.modules) {
-        if (m.status == Status::Drift && environment.allowsDrift(m.name) &&
-            m.origin == Origin::Introduced) {
-            m.origin = Origin::Drift;
+        if (m.status != Status::Drift) {
+            continue;
         }
+        const auto origin = before[m.name];
+        m.origin = origin == Origin::Introduced && environment.allowsDrift(m.name)
+                       ? Origin::Drift
+                       : Origin::Inherited;
     }
     return s.drift;
 }
