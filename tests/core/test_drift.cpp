@@ -100,6 +100,18 @@ private slots:
         c.environment->versions["python"] = "3.12.3";
         QVERIFY(!environmentDiff(a, c).runWide());
         QVERIFY(!environmentDiff(a, c).allowsDrift("layer.attn"));
+        // Nor do thread counts (torchrun sets OMP_NUM_THREADS, one process does not): they
+        // reorder reductions, which the tolerance covers.
+        auto threads = manifest("2.13.0", "attention=einsum");
+        threads.environment->env["OMP_NUM_THREADS"] = "1";
+        threads.environment->backends["intra_op_threads"] = "1";
+        const auto t = environmentDiff(a, threads);
+        QCOMPARE(t.changes.size(), std::size_t{2});
+        QVERIFY(!t.runWide() && !t.allowsDrift("layer.mlp"));
+        // A kernel switch does.
+        auto tf32 = manifest("2.13.0", "attention=einsum");
+        tf32.environment->backends["cuda.matmul.allow_tf32"] = "true";
+        QVERIFY(environmentDiff(a, tf32).runWide());
     }
     void kernelTagAllowsDriftAtItsModuleAndInheritedDownstream() {
         const auto d = environmentDiff(manifest("2.13.0", "attention=einsum"),

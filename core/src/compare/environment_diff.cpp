@@ -11,8 +11,18 @@ const std::string kAbsent = "absent";
 
 // Versions that cannot change what a kernel computes: the interpreter runs no tensor math, and
 // ttrace only records. Every other version (torch, CUDA, cuDNN, a framework) may.
-bool reportOnly(const std::string& name) {
+bool reportOnlyVersion(const std::string& name) {
     return name == "python" || name == "ttrace";
+}
+
+// Switches and variables that change only how work is scheduled or split over CPU threads:
+// that reorders reductions, which is the round-off the tolerance already covers (as another
+// layout does), not another kernel. A single-process reference and a torchrun candidate
+// differ in them routinely; they must not open the door to drift.
+bool reportOnlySetting(const std::string& name) {
+    return name == "intra_op_threads" || name == "OMP_NUM_THREADS" || name == "MKL_NUM_THREADS" ||
+           name == "PYTHONHASHSEED" || name == "CUDA_LAUNCH_BLOCKING" ||
+           name == "CUDA_DEVICE_MAX_CONNECTIONS";
 }
 
 std::string joined(const std::vector<std::string>& items) {
@@ -39,7 +49,7 @@ void compareMaps(const std::map<std::string, std::string>& a,
         const std::string va = ia == a.end() ? kAbsent : ia->second;
         const std::string vb = ib == b.end() ? kAbsent : ib->second;
         if (va != vb) {
-            const bool onlyReport = versions && reportOnly(name);
+            const bool onlyReport = versions ? reportOnlyVersion(name) : reportOnlySetting(name);
             out.push_back({versions ? name + " version" : prefix + " " + name, "", va, vb,
                            onlyReport ? ChangeScope::Report : ChangeScope::Run});
         }
