@@ -3,15 +3,24 @@ in each precision; print and write a markdown table of detection and localizatio
 
     python bench/bug_matrix.py [--out DIR] [--markdown FILE] [--bugs a,b] [--precisions fp32]
                                [--reference-layout single,tp2]
+                               [--candidate-args "--attention-kernel bf16x3"]
+                               [--simulate-torch 2.14.0]
 
 With several reference layouts each candidate runs once and is diffed against a reference of
 each layout (a distributed reference, docs/bug-zoo.md): one row per reference, then a table
 that sets their verdicts side by side and says whether they agree.
+
+A cross-version pair (docs/cross-version.md): `--candidate-args` gives every candidate other
+flags than its reference (another attention kernel), `--simulate-torch` rewrites each
+candidate manifest's recorded torch version, as a run under another torch would record it,
+so drift is allowed at every module: the zoo's bugs must still be caught.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import shlex
 import sys
 import tempfile
 from dataclasses import dataclass
@@ -34,7 +43,8 @@ from bench.zoo_lib import (
 
 HEADER = (
     "| bug | config | precision | reference | detected | localized | max ratio "
-    "| first divergence | located | time (s) |\n|---|---|---|---|---|---|---|---|---|---|"
+    "| first divergence | located | drift | time (s) |\n"
+    "|---|---|---|---|---|---|---|---|---|---|---|"
 )
 
 
@@ -86,15 +96,40 @@ def short_located(located: str | None) -> str:
     return located
 
 
+def simulate_torch(bundle: Path, version: str) -> None:
+    """Rewrites the candidate manifest's recorded torch version (a simulated upgrade)."""
+    path = bundle / "manifest.json"
+    manifest = json.loads(path.read_text())
+    manifest["environment"]["versions"]["torch"] = version
+    path.write_text(json.dumps(manifest, indent=2) + "\n")
+
+
+@dataclass(frozen=True)
+class CandidateOptions:
+    """What every candidate gets beyond its bug: extra flags, a simulated torch version."""
+
+    extra: tuple[str, ...] = ()
+    torch_version: str = ""
+
+
 def run_one(
-    spec: BugSpec, precision: str, work: Path, refs: References, layouts: list[str]
+    spec: BugSpec,
+    precision: str,
+    work: Path,
+    refs: References,
+    layouts: list[str],
+    options: CandidateOptions = CandidateOptions(),
 ) -> tuple[list[str], dict[str, Outcome]]:
     """The table rows of one bug (one per reference layout) and each layout's outcome."""
     cfg = CONFIGS[spec.config]
     routing = refs.get(spec, precision, "single") if has_experts(cfg) else None
     cand = work / f"{spec.bug}-{precision}"
     with Timer() as t:
-        run_candidate(cand, cfg, precision, refs.seed, "--inject", spec.bug, ref=routing)
+        run_candidate(
+            cand, cfg, precision, refs.seed, *options.extra, "--inject", spec.bug, ref=routing
+        )
+        if options.torch_version:
+            simulate_torch(cand, options.torch_version)
     rows, outcomes = [], {}
     for layout in layouts:
         ref = refs.get(spec, precision, layout)
@@ -106,7 +141,7 @@ def run_one(
             f"| {spec.bug} | {cfg.name} | {precision} | {layout} "
             f"| {'yes' if v.detected else 'NO'} | {'yes' if ok else 'NO'} | {v.max_ratio:.3g} "
             f"| {outcomes[layout].first} | {outcomes[layout].located} "
-            f"| {t.seconds + d.seconds:.0f} |"
+            f"| {v.drift} | {t.seconds + d.seconds:.0f} |"
         )
     return rows, outcomes
 
@@ -150,7 +185,10 @@ def main(argv: list[str] | None = None) -> int:
         default="single",
         help=f"comma-separated reference layouts, each diffed: {', '.join(REFERENCE_LAYOUTS)}",
     )
+    a.add_argument("--candidate-args", default="", help="extra flags of every candidate")
+    a.add_argument("--simulate-torch", default="", help="candidates' recorded torch version")
     args = a.parse_args(argv)
+    options = CandidateOptions(tuple(shlex.split(args.candidate_args)), args.simulate_torch)
     only = set(filter(None, args.bugs.split(",")))
     precs = set(filter(None, args.precisions.split(",")))
     layouts = [x for x in args.reference_layout.split(",") if x]
@@ -169,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
             if precs and p not in precs:
                 continue
             try:
-                got, by = run_one(spec, p, work, refs, layouts)
+                got, by = run_one(spec, p, work, refs, layouts, options)
                 results.append((f"{spec.bug} ({spec.config}, {p})", by))
                 misses += [
                     f"{spec.bug} ({p}, {x} reference)"
@@ -178,7 +216,7 @@ def main(argv: list[str] | None = None) -> int:
                 ]
             except RuntimeError as e:
                 got = [
-                    f"| {spec.bug} | {spec.config} | {p} | | error | | | {str(e)[-200:]!r} | | |"
+                    f"| {spec.bug} | {spec.config} | {p} | | error | | | {str(e)[-200:]!r} | | | |"
                 ]
                 misses.append(f"{spec.bug} ({p})")
             rows += got

@@ -180,6 +180,7 @@ class Verdict:
     introduced: list[str] = field(default_factory=list)
     located: str | None = None
     report: dict = field(default_factory=dict)
+    drift: int = 0  # tensors judged drift (a cross-version pair, docs/cross-version.md)
 
     @property
     def detected(self) -> bool:
@@ -215,6 +216,7 @@ def read_verdict(code: int, rep: dict) -> Verdict:
         fd.get("forward"),
         fd.get("backward"),
         report=rep,
+        drift=int(s.get("drift", 0)),
     )
     bad = [t for t in rep["tensors"] if t["status"] == "divergent"]
     if not bad:

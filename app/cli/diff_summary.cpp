@@ -158,6 +158,13 @@ void printDiffSummary(std::ostream& out, const DiffResult& r, std::size_t worstR
         << s.missing << " missing, " << s.invalid << " invalid, " << s.unresolved
         << " unresolved\n";
     out << "max ratio  " << formatNumber(s.maxRatio) << " (error / tolerance; above 1 is a bug)\n";
+    // Said only when there is something to say: the two captures' environments differ.
+    if (!s.environmentChanges.empty()) {
+        out << "environment  " << environmentText(s) << "\n";
+    }
+    if (s.drift > 0) {
+        out << "drift      " << driftText(s) << "\n";
+    }
     if (const auto provisional = provisionalVerdictText(r); !provisional.empty()) {
         out << provisional << "\n";
     }

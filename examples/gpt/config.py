@@ -21,6 +21,10 @@ class GPTConfig:
     num_experts: int = 0
     moe_every: int = 2
     precision: str = "fp32"  # fp32 | bf16 | bf16-autocast | fp8
+    # How attention computes softmax(QK^T)V: "einsum" (explicit scores and torch.softmax) or
+    # "sdpa" (torch's fused scaled_dot_product_attention). Both are correct; they round
+    # differently, which is what a kernel change between two runs looks like.
+    attention_kernel: str = "einsum"
 
     @property
     def head_dim(self) -> int:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import resource
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -32,6 +33,7 @@ from .config import GPTConfig, ParallelConfig
 from .data import global_batch, local_slice
 from .dist_optimizer import DistributedOptimizer
 from .grads import finalize_grads, is_expert
+from .layers.attention import ATTENTION_KERNELS
 from .layers.context import LayerContext
 from .local_optimizer import LocalAdam
 from .lr_schedule import LRSchedule
@@ -62,6 +64,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     a.add_argument("--dist-optimizer", action="store_true")
     a.add_argument("--sgd", action="store_true", help="SGD instead of Adam")
     a.add_argument("--precision", default="fp32", choices=["fp32", "bf16", "bf16-autocast", "fp8"])
+    a.add_argument(
+        "--attention-kernel",
+        default=os.environ.get("TTRACE_EXAMPLE_ATTENTION", "einsum"),
+        choices=list(ATTENTION_KERNELS),
+        help="attention implementation (both correct; env TTRACE_EXAMPLE_ATTENTION)",
+    )
     a.add_argument("--hidden", type=int, default=32)
     a.add_argument("--layers", type=int, default=4)
     a.add_argument("--seq-len", type=int, default=16)
@@ -128,6 +136,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         seq_len=args.seq_len,
         num_experts=args.experts,
         precision=args.precision,
+        attention_kernel=args.attention_kernel,
     )
     # A reference with parallel sizes runs in that layout (a distributed reference).
     single = args.reference and args.tp * args.pp * args.dp * args.cp == 1

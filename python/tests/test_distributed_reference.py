@@ -1,8 +1,9 @@
-"""A distributed reference (the example GPT captured as the reference in TP2 and TP2 x DP2 over
-gloo): its perturbed variants are bitwise the single-process reference's, its floors agree
-with the single-process floors within a stated factor, correct candidates of other layouts are
-clean against it, and the demo's bug is caught in the same module as with the single-process
-reference. A candidate capture serves as the reference only when the user says so.
+"""A distributed reference (the example GPT captured as the reference in TP2, TP2 x DP2 and
+TP2 x PP2 over gloo): its perturbed variants are bitwise the single-process reference's, its
+floors agree with the single-process floors within a stated factor, correct candidates of
+other layouts are clean against it, and the demo's bug is caught in the same module as with
+the single-process reference. A candidate capture serves as the reference only when the user
+says so.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ LAYOUTS = {
     "single": (1, ()),
     "tp2": (2, ("--tp", "2")),
     "tp2dp2": (4, ("--tp", "2", "--dp", "2")),  # sequence parallel is on by default
+    "tp2pp2": (4, ("--tp", "2", "--pp", "2")),
     "cp2": (2, ("--cp", "2")),
     "pp2": (2, ("--pp", "2")),
 }
@@ -39,14 +41,15 @@ LAYOUTS = {
 
 @pytest.fixture(scope="module")
 def bundles(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """Four references (single, TP2, TP2 x DP2, and PP2 without variants) and three candidates
-    (TP2 x DP2 + SP, CP2, and TP2 x DP2 with the demo's bug)."""
+    """Five references (single, TP2, TP2 x DP2, TP2 x PP2, and PP2 without variants) and three
+    candidates (TP2 x DP2 + SP, CP2, and TP2 x DP2 with the demo's bug)."""
     require_cli()
     root = tmp_path_factory.mktemp("distref")
     runs = {
         "ref-single": ("single", ("--reference", "--perturbations", "2")),
         "ref-tp2": ("tp2", ("--reference", "--perturbations", "2")),
         "ref-tp2dp2": ("tp2dp2", ("--reference", "--perturbations", "2")),
+        "ref-tp2pp2": ("tp2pp2", ("--reference", "--perturbations", "2")),
         "ref-pp2": ("pp2", ("--reference",)),
         "cand-tp2dp2": ("tp2dp2", ()),
         "cand-cp2": ("cp2", ()),
@@ -81,7 +84,7 @@ def floors(report: dict) -> dict[tuple, float]:
     return out
 
 
-@pytest.mark.parametrize("reference", ["ref-tp2", "ref-tp2dp2"])
+@pytest.mark.parametrize("reference", ["ref-tp2", "ref-tp2dp2", "ref-tp2pp2"])
 def test_merged_perturbation_is_the_single_process_one_bitwise(
     bundles: dict[str, Path], reference: str
 ) -> None:
@@ -101,7 +104,8 @@ def test_merged_perturbation_is_the_single_process_one_bitwise(
 
 
 @pytest.mark.parametrize(
-    ("reference", "candidate"), [("ref-tp2", "cand-tp2dp2"), ("ref-tp2dp2", "cand-cp2")]
+    ("reference", "candidate"),
+    [("ref-tp2", "cand-tp2dp2"), ("ref-tp2dp2", "cand-cp2"), ("ref-tp2pp2", "cand-cp2")],
 )
 def test_floors_agree_with_the_single_process_reference(
     bundles: dict[str, Path], reference: str, candidate: str
@@ -117,30 +121,35 @@ def test_floors_agree_with_the_single_process_reference(
     assert 1 / FLOOR_FACTOR <= factors[worst] <= FLOOR_FACTOR, (worst, factors[worst])
 
 
+REFERENCE_LAYOUTS = {"ref-tp2": "TP2, 2 ranks", "ref-tp2pp2": "TP2 x PP2, 4 ranks"}
+
+
+@pytest.mark.parametrize("reference", ["ref-tp2", "ref-tp2pp2"])
 @pytest.mark.parametrize("candidate", ["cand-tp2dp2", "cand-cp2"])
-def test_correct_candidates_are_clean_against_a_tp2_reference(
-    bundles: dict[str, Path], candidate: str
+def test_correct_candidates_are_clean_against_a_distributed_reference(
+    bundles: dict[str, Path], reference: str, candidate: str
 ) -> None:
-    code, report, text = diff(bundles["ref-tp2"], bundles[candidate])
+    code, report, text = diff(bundles[reference], bundles[candidate])
     s = report["summary"]
     assert code == 0 and s["divergent"] == 0 and s["invalid"] == 0, (code, s)
     assert s["compared"] > 400 and s["perturbed_variants"] == 2
-    assert s["reference_layout"] == "TP2, 2 ranks" and s["reference_role"] == "reference"
+    layout = REFERENCE_LAYOUTS[reference]
+    assert s["reference_layout"] == layout and s["reference_role"] == "reference"
     expected = {"cand-tp2dp2": "TP2 x DP2, 4 ranks", "cand-cp2": "CP2, 2 ranks"}[candidate]
     assert s["candidate_layout"] == expected
-    assert "(TP2, 2 ranks, fp32, 2 perturbed variants)" in text and f"({expected})" in text
+    assert f"({layout}, fp32, 2 perturbed variants)" in text and f"({expected})" in text
 
 
 def test_demo_bug_is_caught_in_the_same_module_as_with_one_process(
     bundles: dict[str, Path],
 ) -> None:
     first = {}
-    for reference in ("ref-single", "ref-tp2"):
+    for reference in ("ref-single", "ref-tp2", "ref-tp2pp2"):
         code, report, _ = diff(bundles[reference], bundles["cand-bug"])
         assert code == 1, report["summary"]
         fd = report["first_divergence"]
         first[reference] = (fd["module"], fd["kind"], fd["phase"])
-    assert first["ref-tp2"] == first["ref-single"]
+    assert first["ref-tp2"] == first["ref-single"] == first["ref-tp2pp2"], first
     assert first["ref-tp2"][0] == "layers.0.input_layernorm", first
 
 

@@ -1,5 +1,6 @@
 #include "ttrace/ui/run_summary_bar.h"
 
+#include "ttrace/environment_diff.h"
 #include "ttrace/run_layout.h"
 #include "ttrace/ui/models/color_scale.h"
 #include "ttrace/ui/models/number_format.h"
@@ -102,7 +103,16 @@ void RunSummaryBar::setBundles(const QString& reference, const QString& candidat
 
 void RunSummaryBar::setManifests(const Manifest& reference, const Manifest& candidate) {
     reference_->setText(pathLine(tr("Reference"), referencePath_, describe(reference)));
-    candidate_->setText(pathLine(tr("Candidate"), candidatePath_, describe(candidate)));
+    QString details = describe(candidate);
+    // A cross-version pair: what differs, in the core's words (the CLI's `environment` line).
+    QStringList changes;
+    for (const auto& change : environmentDiff(reference, candidate).changes) {
+        changes << qstr(change.toString());
+    }
+    if (!changes.isEmpty()) {
+        details += tr("  ·  differs: %1").arg(changes.join(QStringLiteral("; ")));
+    }
+    candidate_->setText(pathLine(tr("Candidate"), candidatePath_, details));
     reference_->setToolTip(QDir::toNativeSeparators(referencePath_));
     candidate_->setToolTip(QDir::toNativeSeparators(candidatePath_));
 }
@@ -159,6 +169,15 @@ void RunSummaryBar::setVerdict(const DiffSummary& summary, int divergentModules,
                     .arg(summary.compared)
                     .arg(formatRatio(summary.maxRatio)),
                 heatColor(0.05));
+        return;
+    }
+    if (summary.drift > 0 && summary.divergent == 0 && summary.invalid == 0 &&
+        summary.unresolved == 0 && summary.provisionalOverBound == 0) {
+        setPill(tr("DRIFT  ·  %1 of %2 tensors within %3x tolerance where kernels differ")
+                    .arg(summary.drift)
+                    .arg(summary.compared)
+                    .arg(formatRatio(summary.driftBound)),
+                heatColor(Status::Drift, summary.driftMaxRatio));
         return;
     }
     QString text = summary.divergent > 0 ? tr("DIVERGENT  ·  %1 of %2 tensors  ·  worst ratio %3")

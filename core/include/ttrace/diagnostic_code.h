@@ -25,6 +25,7 @@ enum class DiagnosticCode : std::uint8_t {
     ManifestOptimizer,
     ManifestGradientClipping,
     ManifestStart,
+    ManifestEnvironment,
     ManifestGradientConvention,
     ImplausibleWorldSize,
     ImplausibleDepth,
@@ -82,6 +83,8 @@ enum class DiagnosticCode : std::uint8_t {
     RoleMismatch,
     ReferenceIsCandidate,
     StartDiffers,
+    EnvironmentDiffers,
+    KernelDrift,
     DifferentModel,
     MissingTensor,
     ClipCoefficient,
@@ -129,7 +132,7 @@ enum class DiagnosticCode : std::uint8_t {
 // "not_replayable" (the localize client's names keep the protocol's spelling).
 inline constexpr NameTable kDiagnosticCodeNames{
     DiagnosticCode::InternalError,
-    std::array<std::pair<DiagnosticCode, std::string_view>, 99>{{
+    std::array<std::pair<DiagnosticCode, std::string_view>, 102>{{
         {DiagnosticCode::NotABundle, "not-a-bundle"},
         {DiagnosticCode::MissingManifest, "missing-manifest"},
         {DiagnosticCode::NotRegularFile, "not-regular-file"},
@@ -140,6 +143,7 @@ inline constexpr NameTable kDiagnosticCodeNames{
         {DiagnosticCode::ManifestOptimizer, "manifest-optimizer"},
         {DiagnosticCode::ManifestGradientClipping, "manifest-gradient-clipping"},
         {DiagnosticCode::ManifestStart, "manifest-start"},
+        {DiagnosticCode::ManifestEnvironment, "manifest-environment"},
         {DiagnosticCode::ManifestGradientConvention, "manifest-gradient-convention"},
         {DiagnosticCode::ImplausibleWorldSize, "implausible-world-size"},
         {DiagnosticCode::ImplausibleDepth, "implausible-depth"},
@@ -192,6 +196,8 @@ inline constexpr NameTable kDiagnosticCodeNames{
         {DiagnosticCode::RoleMismatch, "role-mismatch"},
         {DiagnosticCode::ReferenceIsCandidate, "reference-is-candidate"},
         {DiagnosticCode::StartDiffers, "start-differs"},
+        {DiagnosticCode::EnvironmentDiffers, "environment-differs"},
+        {DiagnosticCode::KernelDrift, "kernel-drift"},
         {DiagnosticCode::DifferentModel, "different-model"},
         {DiagnosticCode::MissingTensor, "missing-tensor"},
         {DiagnosticCode::ClipCoefficient, "clip-coefficient"},

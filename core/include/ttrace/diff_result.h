@@ -28,12 +28,16 @@ enum class Status {
     // The candidate's placement was inferred and the evidence (the reference's shape, replicas'
     // byte identity) left more than one possibility, or excluded every one: not compared.
     Unresolved,
+    // 1 < ratio <= kDriftBound at a module whose kernel or version differs between the two
+    // manifests (or downstream of one, inheriting its error): the rounding of another kernel,
+    // not a bug (docs/cross-version.md).
+    Drift,
 };
 std::string_view statusName(Status status);
 std::optional<Status> parseStatus(std::string_view name);
 
 // The one severity order of every front end: invalid > missing > unresolved > divergent >
-// clean. A tensor
+// drift > clean. A tensor
 // that cannot be compared outranks a divergence because it makes the other verdicts unreliable
 // (a missing partial sum looks like a divergence); the exit code follows the same order.
 int severity(Status status);
@@ -95,7 +99,9 @@ struct TensorResult {
 
 // Undetermined: the output diverges, but what the module consumed (or its own tensors) in that
 // step could not be compared (invalid or missing): an invalid input cannot clear or blame it.
-enum class Origin { None, Introduced, Inherited, Undetermined };
+// Drift: the module's own kernel or version changed and its divergence is within the drift
+// bound (its downstream modules inherit it: Inherited, with tensors of status Drift).
+enum class Origin { None, Introduced, Inherited, Undetermined, Drift };
 std::string_view originName(Origin origin);
 std::optional<Origin> parseOrigin(std::string_view name);
 
@@ -132,6 +138,16 @@ struct DiffSummary {
     std::size_t provisional = 0, provisionalOverBound = 0;
     double provisionalMaxRatio = 0.0;
     bool clean = true;
+    // Tensors whose divergence is drift (status Drift, counted in compared, not in divergent),
+    // their largest ratio, and the bound they were allowed (0 when no drift was allowed).
+    std::size_t drift = 0;
+    double driftMaxRatio = 0.0;
+    double driftBound = 0.0;
+    // What differs between the two manifests' environments (environment_diff.h), one line
+    // each; empty when they agree or a side recorded none.
+    std::vector<std::string> environmentChanges;
+    // Whether both sides recorded an environment (older bundles did not).
+    bool environmentRecorded = false;
     std::string gradientConvention; // the candidate's recorded convention; "" when not recorded
 };
 

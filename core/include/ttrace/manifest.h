@@ -4,6 +4,7 @@
 #include "ttrace/gradient_clipping.h"
 #include "ttrace/gradient_convention.h"
 #include "ttrace/optimizer_config.h"
+#include "ttrace/run_environment.h"
 
 #include <cstdint>
 #include <filesystem>
@@ -101,6 +102,9 @@ struct Manifest {
     // The checkpoint the run resumed from (the manifest's optional `start`); nothing for a
     // fresh start or an older bundle.
     std::optional<RunStart> start;
+    // Versions, devices, kernel switches and per-module kernels (the manifest's optional
+    // `environment`); nothing for an older bundle.
+    std::optional<RunEnvironment> environment;
 
     [[nodiscard]] const ModuleInfo* findModule(const std::string& name) const;
 };

@@ -38,8 +38,9 @@ void assembleVerdicts(DiffResult& result, const std::vector<ModuleInfo>& modules
 // headless mode: invalid (2) when any tensor is invalid or missing, a bundle has errors or the
 // diff was cancelled, even if others diverge; divergent (1) when some tensor diverges and all
 // are valid; unresolved (3) when none diverges but some inferred placement stayed ambiguous
-// (a clean verdict needs every placement settled); clean (0) otherwise.
-enum class RunVerdict { Clean, Divergent, Invalid, Unresolved };
+// (a clean verdict needs every placement settled); drift (0) when none diverges, every
+// placement is settled and some tensors drift (drift.h); clean (0) otherwise.
+enum class RunVerdict { Clean, Divergent, Invalid, Unresolved, Drift };
 RunVerdict runVerdict(const DiffResult& result);
 std::string_view runVerdictName(RunVerdict verdict);
 int exitCodeFor(const DiffResult& result);

@@ -32,6 +32,14 @@ std::optional<PairRefusal> pairRefusal(const Diagnostics& diagnostics);
 // "N tensors' inferred placement is unresolved (...)": the one wording of the count.
 std::string unresolvedText(std::size_t count);
 
+// "N tensors that drift (max ratio X, within the drift bound of 10x the tolerance) ...";
+// empty when none drifts.
+std::string driftText(const DiffSummary& summary);
+
+// What differs between the two manifests' environments, one clause per change joined by "; ",
+// or why nothing may drift (same environment, or a side recorded none).
+std::string environmentText(const DiffSummary& summary);
+
 // The summary's last line: "CLEAN: ...", "DIVERGENT: ...", "UNRESOLVED: ..." or
 // "INVALID: ..." with why.
 std::string verdictLine(const DiffResult& result);

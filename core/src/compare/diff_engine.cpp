@@ -12,8 +12,10 @@
 #include "ttrace/cache_fingerprint.h"
 #include "ttrace/capture_status.h"
 #include "ttrace/diff_cache.h"
+#include "ttrace/drift.h"
 #include "ttrace/run_layout.h"
 #include "ttrace/verdict.h"
+#include "ttrace/verdict_text.h"
 
 #include <tbb/parallel_for.h>
 #include <tbb/parallel_pipeline.h>
@@ -243,6 +245,17 @@ DiffResult finishDiff(const Bundle& reference, const Bundle& candidate, const Di
     judgeConventionFactor(result, candidate.manifest());
     judgeClipCoefficient(result, reference.manifest(), candidate.manifest());
     assembleVerdicts(result, reference.manifest().modules);
+    const auto environment = environmentDiff(reference.manifest(), candidate.manifest());
+    if (applyDrift(result, environment, reference.manifest().modules) > 0) {
+        result.diagnostics.push_back(makeWarning(
+            DiagnosticCode::KernelDrift, candidate.dir().string(),
+            "the environments differ (" + environmentText(result.summary) +
+                "): " + driftText(result.summary) + "; these are not counted as divergent"));
+    } else if (!environment.changes.empty()) {
+        result.diagnostics.push_back(
+            makeWarning(DiagnosticCode::EnvironmentDiffers, candidate.dir().string(),
+                        "the environments differ: " + environmentText(result.summary)));
+    }
     // Stored only if no file changed while it was compared: the key is taken again (cheap:
     // the CRCs of files whose inode, size and times are unchanged are remembered) and must match.
     if (!cacheKey.empty() && diffCacheKey(reference.dir(), candidate.dir(), options) == cacheKey &&

@@ -3,6 +3,7 @@
 #include "io/manifest_checks.h"
 #include "io/manifest_clipping.h"
 #include "io/manifest_convention.h"
+#include "io/manifest_environment.h"
 #include "io/manifest_fields.h"
 #include "io/manifest_optimizer.h"
 #include "io/manifest_start.h"
@@ -349,6 +350,7 @@ std::optional<Manifest> readManifest(const std::filesystem::path& bundleDir, Dia
     m->gradientConvention = readConventionSection(*root, where, out);
     m->clipSteps = readClippingSection(*root, where, out);
     m->start = readStartSection(*root, where, out);
+    m->environment = readEnvironmentSection(*root, where, out);
     if (!readRanks(*root, where, *m, out)) {
         return std::nullopt;
     }

@@ -6,21 +6,23 @@ namespace ttrace {
 namespace {
 
 // The names in the diff JSON (docs/diff-json.md): one table each, both ways.
-constexpr NameTable kStatusNames{Status::Unresolved,
-                                 std::array<std::pair<Status, std::string_view>, 5>{{
+constexpr NameTable kStatusNames{Status::Drift,
+                                 std::array<std::pair<Status, std::string_view>, 6>{{
                                      {Status::Clean, "clean"},
                                      {Status::Divergent, "divergent"},
                                      {Status::Missing, "missing"},
                                      {Status::Invalid, "invalid"},
                                      {Status::Unresolved, "unresolved"},
+                                     {Status::Drift, "drift"},
                                  }}};
 
-constexpr NameTable kOriginNames{Origin::Undetermined,
-                                 std::array<std::pair<Origin, std::string_view>, 4>{{
+constexpr NameTable kOriginNames{Origin::Drift,
+                                 std::array<std::pair<Origin, std::string_view>, 5>{{
                                      {Origin::None, "none"},
                                      {Origin::Introduced, "introduced"},
                                      {Origin::Inherited, "inherited"},
                                      {Origin::Undetermined, "undetermined"},
+                                     {Origin::Drift, "drift"},
                                  }}};
 
 } // namespace
@@ -36,10 +38,11 @@ std::optional<Status> parseStatus(std::string_view name) {
 int severity(Status status) {
     switch (status) {
     case Status::Clean: return 0;
-    case Status::Divergent: return 1;
-    case Status::Unresolved: return 2;
-    case Status::Missing: return 3;
-    case Status::Invalid: return 4;
+    case Status::Drift: return 1;
+    case Status::Divergent: return 2;
+    case Status::Unresolved: return 3;
+    case Status::Missing: return 4;
+    case Status::Invalid: return 5;
     }
     return 0;
 }

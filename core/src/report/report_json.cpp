@@ -516,6 +516,11 @@ std::string diffResultToJson(const DiffResult& r, bool pretty) {
           {"provisional_over_bound", s.provisionalOverBound},
           {"provisional_max_ratio", num(s.provisionalMaxRatio)},
           {"clean", s.clean},
+          {"drift", s.drift},
+          {"drift_max_ratio", num(s.driftMaxRatio)},
+          {"drift_bound", num(s.driftBound)},
+          {"environment_recorded", s.environmentRecorded},
+          {"environment_changes", s.environmentChanges},
           {"gradient_convention",
            s.gradientConvention.empty() ? json(nullptr) : json(s.gradientConvention)},
           {"verdict", runVerdictName(runVerdict(r))},
@@ -585,6 +590,12 @@ std::optional<DiffResult> diffResultFromDocument(const nlohmann::json& doc, std:
         r.summary.perturbedVariants = s.at("perturbed_variants");
         r.summary.maxRatio = num(s.at("max_ratio"));
         r.summary.provisional = s.value("provisional", std::size_t{0});
+        r.summary.drift = s.value("drift", std::size_t{0});
+        r.summary.driftMaxRatio =
+            s.contains("drift_max_ratio") ? num(s.at("drift_max_ratio")) : 0.0;
+        r.summary.driftBound = s.contains("drift_bound") ? num(s.at("drift_bound")) : 0.0;
+        r.summary.environmentRecorded = s.value("environment_recorded", false);
+        r.summary.environmentChanges = s.value("environment_changes", std::vector<std::string>{});
         r.summary.provisionalOverBound = s.value("provisional_over_bound", std::size_t{0});
         r.summary.provisionalMaxRatio =
             s.contains("provisional_max_ratio") ? num(s.at("provisional_max_ratio")) : 0.0;

@@ -152,6 +152,7 @@ std::string diffResultToMarkdown(const DiffResult& r, const MarkdownOptions& opt
        << (verdict == RunVerdict::Clean        ? "clean"
            : verdict == RunVerdict::Divergent  ? "DIVERGENT"
            : verdict == RunVerdict::Unresolved ? "UNRESOLVED"
+           : verdict == RunVerdict::Drift      ? "drift"
                                                : "INVALID")
        << "\n\n";
     appendFirstDivergence(md, r);
@@ -170,6 +171,12 @@ std::string diffResultToMarkdown(const DiffResult& r, const MarkdownOptions& opt
         md << "| convention mismatch | " << cell(r.convention->toString()) << " |\n";
     }
     md << "| max ratio (error / tolerance) | " << formatNumber(s.maxRatio) << " |\n";
+    if (!s.environmentChanges.empty()) {
+        md << "| environment differs | " << cell(environmentText(s)) << " |\n";
+    }
+    if (s.drift > 0) {
+        md << "| drift | " << cell(driftText(s)) << " |\n";
+    }
     if (const auto provisional = provisionalVerdictText(r); !provisional.empty()) {
         md << "| provisional | " << cell(provisional) << " |\n";
     }

@@ -12,12 +12,13 @@ namespace ttrace {
 namespace {
 
 // The run's verdict word in the diff JSON (`verdict`) and the CLI's summary.
-constexpr NameTable kRunVerdictNames{RunVerdict::Unresolved,
-                                     std::array<std::pair<RunVerdict, std::string_view>, 4>{{
+constexpr NameTable kRunVerdictNames{RunVerdict::Drift,
+                                     std::array<std::pair<RunVerdict, std::string_view>, 5>{{
                                          {RunVerdict::Clean, "clean"},
                                          {RunVerdict::Divergent, "divergent"},
                                          {RunVerdict::Invalid, "invalid"},
                                          {RunVerdict::Unresolved, "unresolved"},
+                                         {RunVerdict::Drift, "drift"},
                                      }}};
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
@@ -62,7 +63,7 @@ bool related(const std::string& a, const std::string& b) {
 }
 
 bool compared(const TensorResult& t) {
-    return t.status == Status::Clean || t.status == Status::Divergent;
+    return t.status == Status::Clean || t.status == Status::Divergent || t.status == Status::Drift;
 }
 
 // Everything the origin logic needs to know about one compared tensor.
@@ -78,7 +79,10 @@ public:
     explicit OriginAnalysis(const DiffResult& result)
         : result_(result) {
         for (const auto& t : result.tensors) {
-            const Entry e{moduleIndex(t.id.module), t.id.iteration, t.id.kind, t.ratio};
+            // Drift (drift.h) is no divergence to localize: a module is blamed for, or
+            // inherits, only what is beyond it.
+            const double ratio = t.status == Status::Drift ? std::min(t.ratio, 1.0) : t.ratio;
+            const Entry e{moduleIndex(t.id.module), t.id.iteration, t.id.kind, ratio};
             (compared(t) ? entries_ : uncompared_).push_back(e);
         }
     }
@@ -311,8 +315,8 @@ void assembleVerdicts(DiffResult& result, const std::vector<ModuleInfo>& modules
 
     DiffSummary& s = result.summary;
     s.compared = s.divergent = s.missing = s.invalid = s.structural = s.unresolved = 0;
-    s.provisional = s.provisionalOverBound = 0;
-    s.maxRatio = s.provisionalMaxRatio = 0.0;
+    s.provisional = s.provisionalOverBound = s.drift = 0;
+    s.maxRatio = s.provisionalMaxRatio = s.driftMaxRatio = 0.0;
     for (std::size_t i = 0; i < result.tensors.size(); ++i) {
         const auto& t = result.tensors[i];
         auto& m = result.modules[index.at(t.id.module)];
@@ -320,6 +324,7 @@ void assembleVerdicts(DiffResult& result, const std::vector<ModuleInfo>& modules
         switch (t.status) {
         case Status::Clean:
         case Status::Divergent:
+        case Status::Drift:
             ++s.compared;
             if (t.tolerance.provisional != Provisional::None) {
                 ++s.provisional;
@@ -330,6 +335,10 @@ void assembleVerdicts(DiffResult& result, const std::vector<ModuleInfo>& modules
             s.maxRatio = std::max(s.maxRatio, t.ratio);
             m.maxRatio = std::max(m.maxRatio, t.ratio);
             s.divergent += t.status == Status::Divergent ? 1 : 0;
+            if (t.status == Status::Drift) {
+                ++s.drift;
+                s.driftMaxRatio = std::max(s.driftMaxRatio, t.ratio);
+            }
             s.structural += t.structure != StructuralChange::None ? 1 : 0;
             break;
         case Status::Missing: ++s.missing; break;
@@ -386,6 +395,9 @@ RunVerdict runVerdict(const DiffResult& r) {
     if (s.divergent > 0) {
         return RunVerdict::Divergent;
     }
+    if (s.drift > 0 && s.unresolved == 0 && s.provisionalOverBound == 0) {
+        return RunVerdict::Drift;
+    }
     // Not clean, not divergent: placements no evidence settles, or tensors that only a
     // provisional analytic bound judges and that exceed it (a reference without variants
     // cannot tell their round-off from a bug).
@@ -400,6 +412,8 @@ std::string_view runVerdictName(RunVerdict verdict) {
 int exitCodeFor(const DiffResult& result) {
     switch (runVerdict(result)) {
     case RunVerdict::Clean: return exitStatus(ExitCode::Ok);
+    // Drift is no bug: a pipeline that gates on the exit status passes a kernel upgrade.
+    case RunVerdict::Drift: return exitStatus(ExitCode::Ok);
     case RunVerdict::Divergent: return exitStatus(ExitCode::Divergent);
     case RunVerdict::Invalid: return exitStatus(ExitCode::BadInput);
     case RunVerdict::Unresolved: return exitStatus(ExitCode::Unresolved);

@@ -4,6 +4,7 @@
 #include "ttrace/verdict.h"
 
 #include <algorithm>
+#include <sstream>
 
 namespace ttrace {
 namespace {
@@ -44,6 +45,32 @@ std::string unresolvedText(std::size_t count) {
            "evidence; annotate it to compare it)";
 }
 
+std::string driftText(const DiffSummary& s) {
+    if (s.drift == 0) {
+        return {};
+    }
+    std::ostringstream out;
+    out << s.drift << " tensors that drift (max ratio " << formatNumber(s.driftMaxRatio)
+        << ", within the drift bound of " << formatNumber(s.driftBound)
+        << "x the tolerance) where the kernel or version differs between the manifests, or "
+           "downstream of it";
+    return out.str();
+}
+
+std::string environmentText(const DiffSummary& s) {
+    if (!s.environmentRecorded) {
+        return "not recorded by both captures: no drift allowed";
+    }
+    if (s.environmentChanges.empty()) {
+        return "same versions, devices and kernels: no drift allowed";
+    }
+    std::string out;
+    for (const auto& line : s.environmentChanges) {
+        out += (out.empty() ? "" : "; ") + line;
+    }
+    return out;
+}
+
 std::string verdictLine(const DiffResult& r) {
     const auto& s = r.summary;
     if (const auto refusal = pairRefusal(r.diagnostics)) {
@@ -77,6 +104,8 @@ std::string verdictLine(const DiffResult& r) {
                                        "judge them)") +
                "; every tensor judged with confidence is within its round-off tolerance" +
                provisional;
+    case RunVerdict::Drift:
+        return "DRIFT: no tensor diverges beyond round-off except " + driftText(s) + provisional;
     case RunVerdict::Invalid: break;
     }
     if (r.tensors.empty() && !r.cancelled) {

@@ -55,6 +55,9 @@ class Manifest:
     # The checkpoint the run resumed from (path, step, digest of its metadata), when it did
     # not start from fresh weights. Absent in older bundles and fresh starts.
     start: dict[str, Any] | None = None
+    # What may differ between two runs of one layout (versions, devices, kernel switches,
+    # per-module kernels; capture/environment_record.py). Both roles; absent in older bundles.
+    environment: dict[str, Any] | None = None
     producer: str = f"ttrace {__version__}"
     created: str = field(
         default_factory=lambda: datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -147,6 +150,7 @@ class Manifest:
             ),
             **({"replay": self.replay} if self.replay is not None else {}),
             **({"start": self.start} if self.start is not None else {}),
+            **({"environment": self.environment} if self.environment is not None else {}),
             "ranks": [r.to_dict() for r in sorted(self.ranks, key=lambda r: r.rank)],
             "producer": self.producer,
             "created": self.created,
@@ -188,6 +192,7 @@ class Manifest:
             gradient_clipping=data.get("gradient_clipping"),
             replay=data.get("replay"),
             start=data.get("start"),
+            environment=data.get("environment"),
             capture_id=str(data.get("capture_id", "")),
             producer=data.get("producer", ""),
             created=data.get("created", ""),
@@ -214,6 +219,7 @@ def write_manifest(
     replay: Mapping[str, Any] | None = None,
     capture_id: str | None = None,
     start: Mapping[str, Any] | None = None,
+    environment: Mapping[str, Any] | None = None,
 ) -> Path:
     """Write ``<bundle_dir>/manifest.json`` (rank 0 calls this after gathering RankRecords).
 
@@ -238,5 +244,6 @@ def write_manifest(
         replay=dict(replay) if replay is not None else None,
         capture_id=capture_id if capture_id is not None else uuid.uuid4().hex,
         start=dict(start) if start is not None else None,
+        environment=dict(environment) if environment is not None else None,
     )
     return manifest.write(bundle_dir)

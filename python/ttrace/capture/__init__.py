@@ -2,6 +2,7 @@
 perturbed reference variants, and bundle writing off the training thread."""
 
 from .annotate import annotate
+from .environment_record import declare_kernel
 from .errors import TracerError
 from .inference import PlacementInference
 from .layout import Layout
@@ -21,6 +22,7 @@ __all__ = [
     "TracerError",
     "annotate",
     "canonical_names",
+    "declare_kernel",
     "fp8_cast",
     "machine_eps",
     "seeded_init",

@@ -46,6 +46,7 @@ from .capture_state import CaptureState
 from .clip_record import ClipRecorder
 from .close_rendezvous import collective_timeout, wait_for_ranks
 from .compiled_regions import check_roots, inside_regions
+from .environment_record import merge_environments, safe_rank_environment
 from .errors import LoopError, TracerError
 from .inference import PlacementInference
 from .layout_note import LayoutNote
@@ -481,6 +482,7 @@ class Tracer:
             not failed,
             self.opt_hooks.config.section() if self.opt_hooks is not None else None,
             rank_replay_record(self) if self.role == "candidate" else None,
+            safe_rank_environment(self),
         )
         if self._collective():
             # Bounded: a killed rank is named after collective_timeout_s, never waited on.
@@ -540,6 +542,7 @@ class Tracer:
             else None,
             capture_id=self.capture_id,
             start=self.start_point,
+            environment=merge_environments([p[8] for p in gathered]),
         )
         remove_status_records(self.out_dir, self.world_size)
 

@@ -85,6 +85,7 @@ QColor heatColor(Status status, double ratio, const HeatScale& scale) {
     case Status::Unresolved: return QColor(0xb8bcc2); // neutral: nothing to compare
     case Status::Invalid:
         return QColor(0x8e44ad); // purple: shards could not be merged, itself a bug signal
+    case Status::Drift: return QColor(0xd4a72c); // amber: another kernel's rounding, no bug
     case Status::Clean:
     case Status::Divergent: break;
     }

@@ -1,6 +1,7 @@
 #include "ttrace/ui/models/story_headline.h"
 
 #include "ttrace/ui/models/tensor_columns.h"
+#include "ttrace/verdict_text.h"
 
 #include <QCoreApplication>
 
@@ -24,6 +25,7 @@ StoryHeadline storyHeadline(const DiffResult& diff) {
     // The core's timeline decides what comes first, so `ttrace diff` and the explorer agree.
     StoryHeadline h;
     if (!diff.firstDivergence || diff.firstDivergence->tensor >= diff.tensors.size()) {
+        h.drift = qstr(driftText(diff.summary));
         return h;
     }
     const auto& first = *diff.firstDivergence;
@@ -48,6 +50,9 @@ QString headlineText(const StoryHeadline& h) {
     const auto tr = [](const char* text) {
         return QCoreApplication::translate("StoryHeadline", text);
     };
+    if (!h.divergent && !h.drift.isEmpty()) {
+        return tr("No divergence beyond drift: %1.").arg(h.drift);
+    }
     if (!h.divergent) {
         return tr("No divergence: every compared tensor is within its round-off tolerance.");
     }

@@ -28,6 +28,9 @@ struct StoryHeadline {
     QList<int> ranks;                  // candidate ranks whose pieces exceed the tolerance
     bool replicasDisagree = false;     // the tensor's replicas differ between ranks
     QStringList alsoInPhase;           // other modules diverging in the same phase, causal order
+    // Without a divergence: the core's drift clause (verdict_text.h driftText), "" when none
+    // drifts (docs/cross-version.md).
+    QString drift;
 };
 
 StoryHeadline storyHeadline(const DiffResult& diff);

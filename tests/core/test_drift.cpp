@@ -1,0 +1,199 @@
+// Drift across versions and kernels (drift.h, environment_diff.h) on synthetic manifests and
+// results: what differs is named, drift is allowed only where a kernel or version changed and
+// only within the bound, and a bug stays divergent.
+#include "synthetic_results.h"
+#include "ttrace/drift.h"
+#include "ttrace/environment_diff.h"
+#include "ttrace/verdict.h"
+#include "ttrace/verdict_text.h"
+
+#include <QtTest>
+
+using namespace ttrace;
+using ttrace::testing::syntheticTensor;
+
+namespace {
+
+std::vector<ModuleInfo> modules() {
+    return {{"embed", 0, 0, "Embedding", {}},
+            {"layer", 1, 1, "Layer", {}},
+            {"layer.attn", 2, 1, "Attention", {}},
+            {"layer.mlp", 3, 1, "MLP", {}},
+            {"head", 4, 2, "Linear", {}}};
+}
+
+Manifest manifest(const std::string& torch, const std::string& attnTag) {
+    Manifest m;
+    RunEnvironment e;
+    e.versions = {{"python", "3.11.7"}, {"torch", torch}, {"ttrace", "0.1.0"}};
+    e.devices = {"cpu (x86_64)"};
+    e.backends = {{"cuda.flash_sdp", "true"}};
+    for (const auto& info : modules()) {
+        e.kernels[info.name] = {"examples." + info.type, "ab12", "", ""};
+    }
+    e.kernels["layer.attn"].tag = attnTag;
+    m.environment = e;
+    return m;
+}
+
+// A kernel change at layer.attn (ratio 3) inherited by what follows it (forward and backward).
+DiffResult driftingRun(double attnRatio) {
+    DiffResult r;
+    r.tensors = {
+        syntheticTensor("embed", TensorKind::ForwardOutput, 0.2),
+        syntheticTensor("layer.attn", TensorKind::ForwardInput, 0.2),
+        syntheticTensor("layer.attn", TensorKind::ForwardOutput, attnRatio),
+        syntheticTensor("layer.mlp", TensorKind::ForwardInput, attnRatio),
+        syntheticTensor("layer.mlp", TensorKind::ForwardOutput, 2.5),
+        syntheticTensor("layer", TensorKind::ForwardOutput, 2.5),
+        syntheticTensor("head", TensorKind::ForwardOutput, 2.0),
+    };
+    assembleVerdicts(r, modules());
+    return r;
+}
+
+} // namespace
+
+class TestDrift : public QObject {
+    Q_OBJECT
+private slots:
+    void sameEnvironmentAllowsNoDrift() {
+        const auto d = environmentDiff(manifest("2.13.0", "attention=einsum"),
+                                       manifest("2.13.0", "attention=einsum"));
+        QVERIFY(d.changes.empty());
+        QVERIFY(!d.allowsDrift("layer.attn"));
+        auto r = driftingRun(3.0);
+        QCOMPARE(applyDrift(r, d, modules()), std::size_t{0});
+        QCOMPARE(r.summary.divergent, std::size_t{5});
+        QCOMPARE(r.summary.driftBound, 0.0);
+        QCOMPARE(runVerdict(r), RunVerdict::Divergent);
+    }
+    void olderBundleWithoutEnvironmentAllowsNoDrift() {
+        Manifest old;
+        const auto d = environmentDiff(old, manifest("2.14.0", "attention=sdpa"));
+        QVERIFY(!d.candidateRecorded || !d.referenceRecorded);
+        QVERIFY(d.changes.empty());
+        auto r = driftingRun(3.0);
+        QCOMPARE(applyDrift(r, d, modules()), std::size_t{0});
+        QCOMPARE(environmentText(r.summary),
+                 std::string("not recorded by both captures: no drift allowed"));
+    }
+    void changesAreNamedWithTheirScope() {
+        auto a = manifest("2.13.0", "attention=einsum");
+        auto b = manifest("2.14.0", "attention=sdpa");
+        b.environment->versions["python"] = "3.12.3";
+        b.environment->devices = {"NVIDIA H200"};
+        const auto d = environmentDiff(a, b);
+        QStringList lines;
+        for (const auto& c : d.changes) {
+            lines << QString::fromStdString(c.toString());
+        }
+        QVERIFY2(lines.contains("python version: 3.11.7 (reference) vs 3.12.3 (candidate)"),
+                 qPrintable(lines.join('\n')));
+        QVERIFY(lines.contains("torch version: 2.13.0 (reference) vs 2.14.0 (candidate)"));
+        QVERIFY(lines.contains("device: cpu (x86_64) (reference) vs NVIDIA H200 (candidate)"));
+        QVERIFY(lines.contains(
+            "layer.attn kernel tag: attention=einsum (reference) vs attention=sdpa (candidate)"));
+        QVERIFY(d.runWide());
+        // Python alone changes no kernel.
+        auto c = manifest("2.13.0", "attention=einsum");
+        c.environment->versions["python"] = "3.12.3";
+        QVERIFY(!environmentDiff(a, c).runWide());
+        QVERIFY(!environmentDiff(a, c).allowsDrift("layer.attn"));
+        // Nor do thread counts (torchrun sets OMP_NUM_THREADS, one process does not): they
+        // reorder reductions, which the tolerance covers.
+        auto threads = manifest("2.13.0", "attention=einsum");
+        threads.environment->env["OMP_NUM_THREADS"] = "1";
+        threads.environment->backends["intra_op_threads"] = "1";
+        const auto t = environmentDiff(a, threads);
+        QCOMPARE(t.changes.size(), std::size_t{2});
+        QVERIFY(!t.runWide() && !t.allowsDrift("layer.mlp"));
+        // A kernel switch does.
+        auto tf32 = manifest("2.13.0", "attention=einsum");
+        tf32.environment->backends["cuda.matmul.allow_tf32"] = "true";
+        QVERIFY(environmentDiff(a, tf32).runWide());
+    }
+    void kernelTagAllowsDriftAtItsModuleAndInheritedDownstream() {
+        const auto d = environmentDiff(manifest("2.13.0", "attention=einsum"),
+                                       manifest("2.13.0", "attention=sdpa"));
+        QVERIFY(!d.runWide());
+        QVERIFY(d.allowsDrift("layer.attn"));
+        QVERIFY(d.allowsDrift("layer")); // runs the changed kernel inside it
+        QVERIFY(!d.allowsDrift("layer.mlp"));
+        auto r = driftingRun(3.0);
+        QCOMPARE(applyDrift(r, d, modules()), std::size_t{5});
+        QCOMPARE(r.summary.divergent, std::size_t{0});
+        QCOMPARE(r.summary.drift, std::size_t{5});
+        QCOMPARE(r.summary.driftMaxRatio, 3.0);
+        QCOMPARE(r.summary.driftBound, kDriftBound);
+        QCOMPARE(r.module("layer.attn")->status, Status::Drift);
+        QCOMPARE(r.module("layer.attn")->origin, Origin::Drift);
+        QCOMPARE(r.module("layer.mlp")->status, Status::Drift);
+        QCOMPARE(r.module("layer.mlp")->origin, Origin::Inherited);
+        QCOMPARE(runVerdict(r), RunVerdict::Drift);
+        QCOMPARE(exitCodeFor(r), 0);
+        QVERIFY(verdictLine(r).starts_with("DRIFT: "));
+        QVERIFY(!r.firstDivergence.has_value());
+    }
+    void driftBeyondTheBoundStaysDivergent() {
+        const auto d = environmentDiff(manifest("2.13.0", "attention=einsum"),
+                                       manifest("2.13.0", "attention=tf32"));
+        auto r = driftingRun(520.0); // TF32 under FP32: a change of precision
+        applyDrift(r, d, modules());
+        QCOMPARE(r.module("layer.attn")->status, Status::Divergent);
+        QCOMPARE(runVerdict(r), RunVerdict::Divergent);
+    }
+    void aBugElsewhereStaysDivergentAndKeepsItsInheritors() {
+        const auto d = environmentDiff(manifest("2.13.0", "attention=einsum"),
+                                       manifest("2.13.0", "attention=sdpa"));
+        DiffResult r;
+        r.tensors = {
+            syntheticTensor("embed", TensorKind::ForwardOutput, 0.2),
+            syntheticTensor("layer.attn", TensorKind::ForwardInput, 0.2),
+            syntheticTensor("layer.attn", TensorKind::ForwardOutput, 0.5),
+            syntheticTensor("layer.mlp", TensorKind::ForwardInput, 0.5),
+            syntheticTensor("layer.mlp", TensorKind::ForwardOutput, 8.0), // the bug, < bound
+            syntheticTensor("head", TensorKind::ForwardOutput, 7.0),
+        };
+        assembleVerdicts(r, modules());
+        applyDrift(r, d, modules());
+        QCOMPARE(r.module("layer.mlp")->status, Status::Divergent);
+        QCOMPARE(r.module("layer.mlp")->origin, Origin::Introduced);
+        QCOMPARE(r.module("head")->status, Status::Divergent);
+        QCOMPARE(r.summary.drift, std::size_t{0});
+        QCOMPARE(r.firstForwardDivergence.value_or(""), std::string("layer.mlp"));
+        QCOMPARE(runVerdict(r), RunVerdict::Divergent);
+    }
+    void driftBeforeABugOnTheTimelineStaysDriftAndAfterItIsDivergent() {
+        const auto d = environmentDiff(manifest("2.13.0", "attention=einsum"),
+                                       manifest("2.13.0", "attention=sdpa"));
+        auto r = driftingRun(3.0); // iteration 0 forward: drift from layer.attn
+        // A gradient-reduction bug in iteration 0, and what iteration 1 then inherits.
+        r.tensors.push_back(syntheticTensor("embed", TensorKind::MainGrad, 1e5));
+        r.tensors.push_back(syntheticTensor("embed", TensorKind::ForwardOutput, 5.0, 1));
+        r.tensors.push_back(syntheticTensor("layer.mlp", TensorKind::ForwardOutput, 4.0, 1));
+        assembleVerdicts(r, modules());
+        applyDrift(r, d, modules());
+        QCOMPARE(r.module("layer.attn")->origin, Origin::Drift);
+        for (const auto& t : r.tensors) {
+            const bool after = t.id.iteration == 1 || t.id.kind == TensorKind::MainGrad;
+            QCOMPARE(t.status == Status::Divergent, after);
+        }
+        QVERIFY(r.firstDivergence.has_value());
+        QCOMPARE(r.firstDivergence->module, std::string("embed"));
+        QCOMPARE(r.firstDivergence->kind, TensorKind::MainGrad);
+        QCOMPARE(runVerdict(r), RunVerdict::Divergent);
+    }
+    void runWideChangeAllowsDriftEverywhere() {
+        const auto d = environmentDiff(manifest("2.13.0", "attention=einsum"),
+                                       manifest("2.14.0", "attention=einsum"));
+        QVERIFY(d.allowsDrift("layer.mlp") && d.allowsDrift("head"));
+        auto r = driftingRun(3.0);
+        QCOMPARE(applyDrift(r, d, modules()), std::size_t{5});
+        QCOMPARE(r.module("layer.mlp")->origin, Origin::Inherited); // its inputs explain it
+        QCOMPARE(r.module("layer.attn")->origin, Origin::Drift);
+    }
+};
+
+QTEST_GUILESS_MAIN(TestDrift)
+#include "test_drift.moc"
