@@ -341,7 +341,7 @@ private slots:
             ModuleVerdict v;
             v.suspect = s;
             v.reason = "layout_too_small: split over a group this relaunch lacks";
-            v.layoutRefused = true;
+            v.refusedWith = ErrorCode::LayoutTooSmall;
             return v;
         };
         const auto r =

@@ -13,6 +13,7 @@
 #include "ttrace/ui/models/report_loader.h"
 #include "ttrace/ui/models/report_modules.h"
 #include "ttrace/ui/problems_banner.h"
+#include "ttrace/ui/progress_cancel_widget.h"
 #include "ttrace/ui/run_summary_bar.h"
 #include "ttrace/ui/startup_localize.h"
 
@@ -20,8 +21,6 @@
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QLabel>
-#include <QProgressBar>
-#include <QPushButton>
 #include <QStatusBar>
 #include <QTreeView>
 
