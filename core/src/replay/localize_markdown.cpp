@@ -52,8 +52,9 @@ std::string unreplayedEntry(const DivergenceStart& start) {
 } // namespace
 
 std::string localizeConclusion(const LocalizeResult& r) {
-    // A walk that stopped early has no answer, whatever it found before: never "nothing
-    // diverges" or "nothing introduced" after an agent or transport error.
+    // A walk that stopped early, or a run refused before any replay (a reference that cannot
+    // be opened, bundles with errors), has no answer, whatever it found before: never
+    // "nothing diverges" or "nothing introduced"; the first problem says why.
     if (!r.problems.empty()) {
         const auto& p = r.problems.front();
         return "not localized: the replays stopped at an error (" +
@@ -81,11 +82,6 @@ std::string localizeConclusion(const LocalizeResult& r) {
                      : "the input the job feeds forward (its data)");
     }
     if (!r.start && r.verdicts.empty()) {
-        // A run refused before any replay (a reference that cannot be opened, bundles with
-        // errors, an agent that failed) has looked at nothing: never "nothing diverges".
-        if (!r.problems.empty()) {
-            return "not localized: " + r.problems.back().message;
-        }
         return "nothing diverges";
     }
     if (r.undetermined() && !r.start) {
