@@ -27,7 +27,7 @@ import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-TTRACE = (  # the CLI under test: CTest's TTRACE_BIN_DIR first, as bench/zoo_lib.py
+TTRACE = (  # the CLI under test: CTest's TTRACE_BIN_DIR first, as python/ttrace_testing/zoo_lib.py
     Path(os.environ["TTRACE_BIN_DIR"]) / "ttrace"
     if os.environ.get("TTRACE_BIN_DIR")
     else Path(os.environ.get("TTRACE_BIN", REPO / "build" / "bin" / "ttrace"))

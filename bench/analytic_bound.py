@@ -11,14 +11,11 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from bench.bug_specs import SPECS
-from bench.zoo_lib import CONFIGS, Config, Verdict, diff, run_candidate, run_reference
+from ttrace_testing.bug_specs import SPECS
+from ttrace_testing.zoo_lib import CONFIGS, Config, Verdict, diff, run_candidate, run_reference
 
 LAYOUTS = [
     "TP2", "DP2", "TP2xDP2", "CP2", "DP2+dist-opt", "TP2xPP2", "TP2xCP2", "PP2", "EP2",

@@ -26,10 +26,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from bench.bug_specs import SPECS, BugSpec
-from bench.zoo_lib import (
+from ttrace_testing.bug_specs import SPECS, BugSpec
+from ttrace_testing.zoo_lib import (
     CONFIGS,
     REFERENCE_LAYOUTS,
     Timer,

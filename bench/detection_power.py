@@ -5,8 +5,8 @@ forward output by 1+DELTA on global rank 0 of a TP2 candidate. For each precisio
 finds the smallest DELTA each method detects, where a method "detects" a run when it flags
 any tensor of it, and counts its false alarms on the same candidate without the probe.
 Methods, all on the same merged tensors: ttrace (`ttrace diff`, derived per-tensor tolerance
-from the perturbed reference) and the naive checks of bench/naive_checks.py (assert_close
-with default tolerances, cosine < 0.99, the fixed upstream bound 4 * 1.03^33 * eps).
+from the perturbed reference) and the naive checks of python/ttrace_testing/naive_checks.py
+(assert_close with default tolerances, cosine < 0.99, the fixed upstream bound 4 * 1.03^33 * eps).
 
 A detection only counts when the method is also silent on correct runs. One clean run says
 little, so `--clean-sweep FILE` reads the totals of `bench/false_alarms.py --baselines
@@ -28,17 +28,20 @@ from __future__ import annotations
 import argparse
 import functools
 import json
-import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
-
-from bench.naive_checks import naive_flags
-from bench.zoo_lib import CONFIGS, Verdict, diff, float_tensors, run_candidate, run_reference
 from ttrace.bundle.reader import BundleReader, rel_error
+from ttrace_testing.naive_checks import naive_flags
+from ttrace_testing.zoo_lib import (
+    CONFIGS,
+    Verdict,
+    diff,
+    float_tensors,
+    run_candidate,
+    run_reference,
+)
 
 MODULE = "layers.0.mlp.linear_fc2"
 SEED = 1234

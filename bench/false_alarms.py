@@ -3,8 +3,8 @@ BF16 and FP8, over N seeds, must be judged clean by `ttrace diff`. Reports, per 
 precision, the flagged tensor count and the largest ratio seen (1 / margin).
 
 With `--baselines` the same clean runs are also judged by the naive checks of
-bench/naive_checks.py (assert_close, cosine >= 0.99, the fixed upstream bound): every tensor
-they flag on a correct run is a false alarm, which is what their detection power in
+python/ttrace_testing/naive_checks.py (assert_close, cosine >= 0.99, the fixed upstream bound):
+every tensor they flag on a correct run is a false alarm, which is what their detection power in
 docs/detection.md has to be weighed against. `--json` writes the totals per precision, with
 the largest relative error and the smallest cosine seen on any clean tensor: the tightest
 fixed thresholds that would have stayed silent on this sweep.
@@ -17,14 +17,11 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from bench.naive_checks import METHODS, naive_flags
-from bench.zoo_lib import (
+from ttrace_testing.naive_checks import METHODS, naive_flags
+from ttrace_testing.zoo_lib import (
     CONFIGS,
     Timer,
     Verdict,

@@ -3,11 +3,11 @@ capture the reference, start the candidate job serving replays (TTRACE_SERVE=1,
 docs/localize.md), run the real `ttrace localize` CLI against its socket and check the
 answer:
 
-- a bug in a module's code: that module (its `where` glob, bench/bug_specs.py) and no other is
-  introduced (its ancestors contain it and are not counted as others);
+- a bug in a module's code: that module (its `where` glob, python/ttrace_testing/bug_specs.py) and
+  no other is introduced (its ancestors contain it and are not counted as others);
 - a bug in gradient reduction or the optimizer step: no module introduced, the spec's phase
-  named (`gradient reduction` or `optimizer step`, bench/bug_specs.py `phase`) with the
-  parameters its glob names;
+  named (`gradient reduction` or `optimizer step`, python/ttrace_testing/bug_specs.py `phase`) with
+  the parameters its glob names;
 - grad-accum-scale (the schedule scales the loss's output gradient): every replayed module
   inherited, and the divergence entering at the loss's output gradient;
 - a correct candidate: nothing introduced (exit 0); every bug: exit 1.
@@ -28,19 +28,16 @@ import fnmatch
 import json
 import statistics
 import subprocess
-import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from bench.bug_specs import SPECS, BugSpec
-from bench.zoo_lib import CONFIGS, TTRACE, Config, ServingCandidate, run_reference
+from ttrace_testing.bug_specs import SPECS, BugSpec
+from ttrace_testing.zoo_lib import CONFIGS, TTRACE, Config, ServingCandidate, run_reference
 
 PHASE_WORDS = {"gradient_reduction": "gradient reduction", "optimizer_step": "optimizer step"}
 # Bugs in code that every instance of a module runs: each instance, given the reference's
-# inputs, still diverges, so each is rightly introduced (bench/bug_specs.py `where` names the
-# first in time, which must be among them). The rotary positions live in every attention
+# inputs, still diverges, so each is rightly introduced (python/ttrace_testing/bug_specs.py `where`
+# names the first in time, which must be among them). The rotary positions live in every attention
 # module; the unreduced FP8 amax in every FP8 GEMM (examples/gpt/bugs.py says where).
 SHARED_CODE: dict[str, tuple[str, ...]] = {
     "rope-cp-offset": ("layers.*.self_attention",),
@@ -93,7 +90,8 @@ def check(spec: BugSpec | None, code: int, rep: dict) -> list[str]:
     if spec.where.startswith("optimizer: "):
         glob = spec.where.removeprefix("optimizer: ")
         problems += [f"modules introduced: {introduced}"] if introduced else []
-        # The phase the bug enters in, as the diff names it (bench/bug_specs.py `phase`).
+        # The phase the bug enters in, as the diff names it (python/ttrace_testing/bug_specs.py
+        # `phase`).
         wanted = PHASE_WORDS[spec.phase]
         if phase != wanted:
             problems.append(f"phase {phase}, expected {wanted}: {rep['conclusion']}")

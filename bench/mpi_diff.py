@@ -36,7 +36,13 @@ def make_pairs(data: Path, names: list[str], tensors: int, elements: int) -> dic
         if not (root / "candidate" / "manifest.json").exists():
             if name == "demo":
                 subprocess.run(
-                    [sys.executable, "-m", "ttrace.demo_bundles", str(root), "--inject-bug"],
+                    [
+                        sys.executable,
+                        "-m",
+                        "ttrace_testing.demo_bundles",
+                        str(root),
+                        "--inject-bug",
+                    ],
                     check=True,
                     capture_output=True,
                 )

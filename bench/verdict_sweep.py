@@ -8,12 +8,12 @@ hint name the right class?
 Bundles are kept under DIR and reused: a second run only re-diffs them (with the current
 `ttrace`), so the verdict rules can change without re-running the models.
 
-Counting: a case's *guilty* modules are those its spec's `where` glob names (bench/bug_specs.py;
-for `optimizer: GLOB`, every module matching GLOB); ancestors of a guilty module contain the
-bug and are not counted as others. *Extra* = introduced modules that are neither; it is "n/a"
-for bugs of the gradient reduction or the optimizer step, which reach every module they touch
-at once, and those are judged by their *guilty phase*: the phase of the report's first
-divergence must be the spec's. The sweep exits 1 on any miss.
+Counting: a case's *guilty* modules are those its spec's `where` glob names
+(python/ttrace_testing/bug_specs.py; for `optimizer: GLOB`, every module matching GLOB); ancestors
+of a guilty module contain the bug and are not counted as others. *Extra* = introduced modules that
+are neither; it is "n/a" for bugs of the gradient reduction or the optimizer step, which reach every
+module they touch at once, and those are judged by their *guilty phase*: the phase of the report's
+first divergence must be the spec's. The sweep exits 1 on any miss.
 """
 
 from __future__ import annotations
@@ -24,11 +24,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from bench.bug_specs import SPECS, BugSpec
-from bench.zoo_lib import CONFIGS, TTRACE, run_candidate, run_reference
+from ttrace_testing.bug_specs import SPECS, BugSpec
 from ttrace_testing.verdicts import judge, verdict_holds
+from ttrace_testing.zoo_lib import CONFIGS, TTRACE, run_candidate, run_reference
 
 
 def _reference(out: Path, spec: BugSpec, precision: str, seed: int) -> Path:

@@ -149,7 +149,7 @@ KNOWN: dict[str, Bug] = {
 
 
 # Bugs of resuming from a checkpoint: they need one, so python/tests/test_resume_checkpoint.py
-# covers them instead of the zoo matrix (bench/bug_specs.py).
+# covers them instead of the zoo matrix (python/ttrace_testing/bug_specs.py).
 RESUME = frozenset(n for n in KNOWN if n.startswith("resume-"))
 
 

@@ -9,8 +9,9 @@ import sys
 import time
 from pathlib import Path
 
-from agent_job import env
 from cli_paths import ttrace_binary
+
+from ttrace_testing.agent_job import env
 
 
 class RelaunchJob:

@@ -17,12 +17,12 @@ import pytest
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
-from agent_client import AgentClient, merge, rel_error
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
 import ttrace.capture as ttc
 from ttrace.bundle.reader import BundleReader
+from ttrace_testing.agent_client import AgentClient, merge, rel_error
 
 BATCH = 4  # global; each of the 2 candidate ranks takes half
 

@@ -15,10 +15,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from agent_client import AgentClient, merge, rel_error
-from agent_job import REPO, ServingJob, env, train_command
 
 from ttrace.bundle.reader import BundleReader
+from ttrace_testing.agent_client import AgentClient, merge, rel_error
+from ttrace_testing.agent_job import REPO, ServingJob, env, train_command
 
 CANDIDATE = ("--tp", "2", "--dp", "2")
 FP32_TOL = 1e-5  # the example's end-to-end fp32 bar (test_example_gpt.py)

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 import torch
-from agent_client import AgentClient, merge, rel_error
 from torch import nn
 
 import ttrace.capture as ttc
 from ttrace.bundle.reader import BundleReader
+from ttrace_testing.agent_client import AgentClient, merge, rel_error
 
 
 class Scaled(nn.Module):

@@ -7,15 +7,14 @@ of bench/analytic_bound.py, which runs every layout and bug with and without var
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO))
+from ttrace_testing.zoo_lib import CONFIGS, TTRACE, diff, require_cli, run_candidate, run_reference
 
-from bench.zoo_lib import CONFIGS, TTRACE, diff, require_cli, run_candidate, run_reference  # noqa: E402
+REPO = Path(__file__).resolve().parents[2]
+
 
 SEED = 1234
 STEP_KINDS = {"param_after_step", "optimizer_state"}

@@ -4,19 +4,16 @@ The full matrix (every bug, fp32/bf16/fp8) is `python bench/bug_matrix.py`."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
+from examples.gpt import bugs
+from ttrace_testing.bug_specs import SPECS
+from ttrace_testing.verdicts import judge, verdict_holds
+from ttrace_testing.zoo_lib import CONFIGS, diff, matches, require_cli, run_candidate, run_reference
+
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO))
-
-from bench.bug_specs import SPECS  # noqa: E402
-from bench.verdict_sweep import judge, verdict_holds  # noqa: E402
-from bench.zoo_lib import CONFIGS, diff, matches, require_cli, run_candidate, run_reference  # noqa: E402
-
-from examples.gpt import bugs  # noqa: E402
 
 
 @pytest.fixture(autouse=True)

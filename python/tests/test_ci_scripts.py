@@ -104,12 +104,10 @@ def test_demo_bugs_need_their_layout(bug: str, flags: list[str], status: int) ->
 
 
 def test_every_zoo_bug_runs_in_its_zoo_layout() -> None:
-    sys.path.insert(0, str(REPO))
-    from bench.bug_specs import SPECS
-    from bench.zoo_lib import CONFIGS, SMALL
-
     from examples.gpt import bugs
     from examples.gpt.train import parse_args
+    from ttrace_testing.bug_specs import SPECS
+    from ttrace_testing.zoo_lib import CONFIGS, SMALL
 
     for spec in SPECS:
         cfg = CONFIGS[spec.config]

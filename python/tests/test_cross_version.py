@@ -11,15 +11,14 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO))
+from ttrace_testing.zoo_lib import TTRACE, require_cli, run_train
 
-from bench.zoo_lib import TTRACE, require_cli, run_train  # noqa: E402
+REPO = Path(__file__).resolve().parents[2]
+
 
 BUG = "sp-norm-grad-not-reduced"  # the demo's default
 TP2 = ("--tp", "2")

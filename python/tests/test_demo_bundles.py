@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from bundle_oracle import read_all
 
-from ttrace import demo_bundles
+from ttrace_testing import demo_bundles
 
 
 def relative_error(candidate: np.ndarray, reference: np.ndarray) -> float:

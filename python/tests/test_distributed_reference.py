@@ -11,18 +11,16 @@ from __future__ import annotations
 import json
 import math
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from ttrace.bundle.reader import BundleReader
 from ttrace.capture.seeded_init import reference_shapes
+from ttrace_testing.zoo_lib import TTRACE, require_cli, run_train
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO))
 
-from bench.zoo_lib import TTRACE, require_cli, run_train  # noqa: E402
 
 # Per tensor, distributed floor / single-process floor lies within [1/F, F]: two perturbed
 # samples each, so each floor is itself uncertain by tens of percent. Measured on this model:

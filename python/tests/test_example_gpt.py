@@ -4,7 +4,6 @@ that validate, and every merged candidate tensor equals the reference to round-o
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import h5py
@@ -12,10 +11,9 @@ import pytest
 import torch
 
 from ttrace.bundle.reader import BundleReader, compare_bundles, rel_error
+from ttrace_testing.zoo_lib import run_train
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO))
-from bench.zoo_lib import run_train  # noqa: E402
 
 FP32_TOL = 1e-5
 # One launcher for the example (through torchrun when nproc > 1, two layers) shared with the

@@ -4,15 +4,13 @@ bench/false_alarms.py, which sweeps every layout, FP32/BF16/FP8 and ten seeds.""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO))
+from ttrace_testing.zoo_lib import CONFIGS, diff, require_cli, run_candidate, run_reference
 
-from bench.zoo_lib import CONFIGS, diff, require_cli, run_candidate, run_reference  # noqa: E402
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(autouse=True)

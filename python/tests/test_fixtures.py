@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 from bundle_oracle import read_all
 
-from ttrace import fixtures
 from ttrace.bundle import DType, TensorKey
 from ttrace.bundle.reader import BundleError, BundleReader
+from ttrace_testing import fixtures
 
 
 @pytest.fixture(scope="module")

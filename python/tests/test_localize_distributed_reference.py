@@ -19,9 +19,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from agent_job import REPO, ServingJob, env, train_command
 from serve_job import RelaunchJob
 from test_serve_relaunch import localize, verdicts
+
+from ttrace_testing.agent_job import REPO, ServingJob, env, train_command
 
 CANDIDATE = ("--tp", "2", "--dp", "2")  # sequence parallel is on by default
 REFERENCES = {"single": (1, ()), "tp2": (2, ("--tp", "2"))}

@@ -1,23 +1,21 @@
-"""The detection-power baselines (bench/naive_checks.py) judge real bundles the way their
-definitions say: assert_close elementwise with torch's defaults, cosine < 0.99 and the fixed
+"""The detection-power baselines (python/ttrace_testing/naive_checks.py) judge real bundles the way
+their definitions say: assert_close elementwise with torch's defaults, cosine < 0.99 and the fixed
 upstream bound on the relative error. Errors are planted at known sizes on either side of each
 threshold, so a baseline that is mis-wired (wrong eps, wrong variant, integers compared) fails."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
+from ttrace.bundle import BundleWriter, TensorKey, write_manifest
+from ttrace_testing.naive_checks import fixed_bound, naive_flags
+
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO))
 
-from bench.naive_checks import fixed_bound, naive_flags  # noqa: E402
-
-from ttrace.bundle import BundleWriter, TensorKey, write_manifest  # noqa: E402
 
 SHAPE = (64, 32)
 

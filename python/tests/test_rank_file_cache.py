@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from cli_paths import ttrace_binary
 
-from ttrace import demo_bundles
+from ttrace_testing import demo_bundles
 
 # Entries are written only for files whose times are this far in the past (rank_file_cache.h).
 RACY_SECONDS = 3.2

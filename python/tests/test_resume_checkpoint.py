@@ -9,16 +9,15 @@ it enters; every bundle's manifest records the same checkpoint as its start."""
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO))
-from bench.zoo_lib import Verdict, diff, require_cli, run_train  # noqa: E402
+from examples.gpt import bugs
+from ttrace_testing.zoo_lib import Verdict, diff, require_cli, run_train
 
-from examples.gpt import bugs  # noqa: E402
+REPO = Path(__file__).resolve().parents[2]
+
 
 # Warm-up longer than the saved steps, so a restarted schedule takes another learning rate.
 COMMON = ("--iterations", "1", "--lr-warmup", "8")

@@ -20,14 +20,14 @@ import sys
 from pathlib import Path
 
 import pytest
-from agent_client import AgentClient
-from agent_job import REPO, ServingJob, env, train_command
 from cli_paths import ttrace_binary
 from job_runner import PYTHON_DIR, run_module
 from serve_job import RelaunchJob
 from test_serve_relaunch import localize, verdicts
 
 from ttrace.agent.relaunch_layout import LayoutError, relaunch_layout
+from ttrace_testing.agent_client import AgentClient
+from ttrace_testing.agent_job import REPO, ServingJob, env, train_command
 
 BUG = "vocab-ce-missing-allreduce"
 TIMES: dict[str, list[float]] = {"ready_s": [], "small_s": [], "full_s": []}

@@ -20,8 +20,6 @@ from pathlib import Path
 
 import pytest
 import torch
-from agent_client import AgentClient
-from agent_job import REPO, ServingJob, env, train_command
 from cli_paths import ttrace_binary
 from serve_job import RelaunchJob
 from torch import nn
@@ -32,6 +30,8 @@ from ttrace.capture import Tracer
 from ttrace.capture.call_record import decode_template, encode_template
 from ttrace.capture.call_template import CallTemplate
 from ttrace.capture.launch_record import numeric_env
+from ttrace_testing.agent_client import AgentClient
+from ttrace_testing.agent_job import REPO, ServingJob, env, train_command
 
 TIMES: dict[str, list[float]] = {"ready_s": [], "module_s": [], "added_fraction": []}
 SECRETS = {"MY_API_TOKEN": "tok-123", "NVTE_SECRET_KEY": "k-456", "HF_PASSWORD": "p-789"}

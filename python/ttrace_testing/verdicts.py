@@ -9,7 +9,7 @@ import fnmatch
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from bench.bug_specs import BugSpec
+    from ttrace_testing.bug_specs import BugSpec
 
 
 def _guilty(spec: BugSpec, modules: list[str]) -> set[str]:

@@ -102,7 +102,9 @@ def record_crc(bundle: Path, rank_file: str) -> None:
 def clean(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("clean")
     subprocess.run(
-        [sys.executable, "-m", "ttrace.demo_bundles", str(root)], check=True, capture_output=True
+        [sys.executable, "-m", "ttrace_testing.demo_bundles", str(root)],
+        check=True,
+        capture_output=True,
     )
     return root
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from cli_paths import ttrace_binary
 
-from ttrace import demo_bundles
+from ttrace_testing import demo_bundles
 
 SEEDS = range(24)
 

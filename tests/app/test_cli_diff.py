@@ -37,7 +37,7 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("demo")
     for name, extra in (("clean", []), ("bug", ["--inject-bug"])):
         subprocess.run(
-            [sys.executable, "-m", "ttrace.demo_bundles", str(root / name), *extra],
+            [sys.executable, "-m", "ttrace_testing.demo_bundles", str(root / name), *extra],
             check=True,
             capture_output=True,
         )

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from cli_paths import ttrace_binary
 
-from ttrace import demo_bundles
+from ttrace_testing import demo_bundles
 
 
 @pytest.fixture(scope="module")

@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 from cli_paths import REPO_ROOT, ttrace_binary
 
-from ttrace import demo_bundles
 from ttrace.bundle.checksum import file_checksum
+from ttrace_testing import demo_bundles
 
 REGRESSIONS = REPO_ROOT / "tests" / "fuzz" / "regressions" / "fuzz_rank_file"
 VICTIM = "rank-00001.h5"

@@ -1,7 +1,7 @@
 #pragma once
 // The corrupt fixture bundles and the phrase each one's message must contain, as listed in
-// `<fixtures>/broken/EXPECTED.txt` by `python -m ttrace.fixtures`. Shared by the core and the
-// explorer tests so both check the same cases.
+// `<fixtures>/broken/EXPECTED.txt` by `python -m ttrace_testing.fixtures`. Shared by the core and
+// the explorer tests so both check the same cases.
 #include <QFile>
 #include <QList>
 #include <QPair>

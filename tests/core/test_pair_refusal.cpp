@@ -2,7 +2,7 @@
 // manifests alone (no rank file is read, hashed for the cache or compared), unless the user
 // chose it as the reference, and then its verdicts rest on the analytic bound and say so. Each
 // side's layout is named in the result and survives the JSON round trip. On the demo bundles
-// (python -m ttrace.demo_bundles): a one-process reference and two TP2 x DP2 candidates.
+// (python -m ttrace_testing.demo_bundles): a one-process reference and two TP2 x DP2 candidates.
 #include "ttrace/diff_engine.h"
 #include "ttrace/diff_parts.h"
 #include "ttrace/report_json.h"

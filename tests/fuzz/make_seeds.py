@@ -2,7 +2,7 @@
 
     python tests/fuzz/make_seeds.py OUTDIR
 
-Everything is derived from the small valid fixture bundle (ttrace.fixtures) and its broken
+Everything is derived from the small valid fixture bundle (ttrace_testing.fixtures) and its broken
 variants, plus hand-written hostile cases of the kinds issue reports describe:
 
 - ``fuzz_manifest/``: manifest.json documents;
@@ -28,7 +28,7 @@ from pathlib import Path
 import h5py
 import numpy as np
 
-from ttrace import fixtures
+from ttrace_testing import fixtures
 
 # Attribute names in the order rank_file_edits.cpp lists them (kNames).
 NAMES = [

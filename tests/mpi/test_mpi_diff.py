@@ -74,7 +74,7 @@ def cache_entries(cache: Path) -> dict[str, bytes]:
 def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("demo")
     subprocess.run(
-        [sys.executable, "-m", "ttrace.demo_bundles", str(root), "--inject-bug"],
+        [sys.executable, "-m", "ttrace_testing.demo_bundles", str(root), "--inject-bug"],
         check=True,
         capture_output=True,
     )

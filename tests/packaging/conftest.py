@@ -42,5 +42,5 @@ def demo_bundles(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """A small reference and a TP2xDP2 candidate with an injected bug (seconds to write)."""
     out = tmp_path_factory.mktemp("demo")
     env = dict(os.environ, PYTHONPATH=str(SOURCE_DIR / "python"))
-    run([sys.executable, "-m", "ttrace.demo_bundles", str(out), "--inject-bug"], env=env)
+    run([sys.executable, "-m", "ttrace_testing.demo_bundles", str(out), "--inject-bug"], env=env)
     return out / "reference", out / "candidate"

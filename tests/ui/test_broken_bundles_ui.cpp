@@ -1,5 +1,5 @@
-// Data-driven: every broken fixture bundle (written by `python -m ttrace.fixtures`, listed in
-// EXPECTED.txt with the phrase its error must contain) opened as the candidate shows that phrase
+// Data-driven: every broken fixture bundle (written by `python -m ttrace_testing.fixtures`, listed
+// in EXPECTED.txt with the phrase its error must contain) opened as the candidate shows that phrase
 // in the window's problems banner, reports failure, and leaves the window usable.
 #include "ttrace/ui/main_window.h"
 #include "ttrace/ui/models/layer_tree_model.h"

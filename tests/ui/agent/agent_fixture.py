@@ -23,12 +23,12 @@ import sys
 import time
 from pathlib import Path
 
+from ttrace_testing.agent_client import AgentClient
+from ttrace_testing.agent_job import ServingJob, env, train_command
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[2]
-sys.path[:0] = [str(REPO / "python" / "tests"), str(REPO / "python"), str(REPO)]
 
-from agent_client import AgentClient  # noqa: E402
-from agent_job import ServingJob, env, train_command  # noqa: E402
 
 CANDIDATES = {
     "demo": ("--tp", "2", "--dp", "2", "--inject", "sp-norm-grad-not-reduced"),

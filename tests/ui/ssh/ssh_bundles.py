@@ -13,11 +13,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+from ttrace_testing.agent_job import env, train_command
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[2]
-sys.path[:0] = [str(REPO / "python" / "tests"), str(REPO / "python"), str(REPO)]
 
-from agent_job import env, train_command  # noqa: E402
 
 GUILTY = "layers.1.mlp.linear_fc1"
 

@@ -1,6 +1,6 @@
 """Write the bundle fixtures that the C++ reader's tests load.
 
-    python -m ttrace.fixtures OUTDIR
+    python -m ttrace_testing.fixtures OUTDIR
 
 - ``OUTDIR/roundtrip/``: a 4-rank candidate bundle with one tensor for every dtype and
   every placement (full box, split on dim 0 and on dim 1, context-parallel two-chunk, flat
@@ -482,7 +482,7 @@ def write_broken(outdir: Path) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m ttrace.fixtures", description=__doc__.split("\n")[0]
+        prog="python -m ttrace_testing.fixtures", description=__doc__.split("\n")[0]
     )
     parser.add_argument("outdir", type=Path)
     args = parser.parse_args(argv)

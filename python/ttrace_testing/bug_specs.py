@@ -1,7 +1,7 @@
 """The bug-zoo matrix: for each bug, the parallel layout where it appears, the precisions it
 is checked in, and where the engine must localize it.
 
-`where` is a glob over the engine's localization (bench/zoo_lib.py `_locate`): a module name
+`where` is a glob over the engine's localization (zoo_lib.py `_locate`): a module name
 for activation and gradient bugs; `optimizer: GLOB` for bugs in gradient reduction or the
 optimizer step, which no module's forward or backward holds (every module's `param_grad` is
 clean; only `main_grad` / `param_after_step` diverge): every module whose state diverges

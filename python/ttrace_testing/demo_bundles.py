@@ -1,6 +1,6 @@
 """Write a small reference bundle and a matching TP2xDP2 candidate bundle.
 
-    python -m ttrace.demo_bundles OUTDIR [--inject-bug]
+    python -m ttrace_testing.demo_bundles OUTDIR [--inject-bug]
 
 The model is a two-layer residual MLP (RMSNorm -> Linear -> GELU -> Linear) trained for two
 iterations of two micro-batches with SGD + momentum, in float32 on the CPU. The reference
@@ -454,7 +454,7 @@ def write_candidate(directory: Path, inject_bug: bool) -> list[RankRecord]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m ttrace.demo_bundles", description=__doc__.split("\n")[0]
+        prog="python -m ttrace_testing.demo_bundles", description=__doc__.split("\n")[0]
     )
     parser.add_argument("outdir", type=Path, help="writes OUTDIR/reference and OUTDIR/candidate")
     parser.add_argument(
