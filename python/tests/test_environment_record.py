@@ -60,3 +60,20 @@ def test_the_manifest_keeps_the_section(tmp_path) -> None:  # type: ignore[no-un
         environment=env,
     )  # fmt: skip
     assert Manifest.read(tmp_path).environment == env
+
+
+def test_a_module_sharded_by_fsdp2_is_recorded_by_its_own_class() -> None:
+    # fully_shard swaps the class for a generated FSDP<Name>; the kernels are the class's.
+    import torch.distributed as dist
+    from torch.distributed.fsdp import fully_shard
+    from torch.testing._internal.distributed.fake_pg import FakeStore
+
+    plain = nn.Linear(4, 4)
+    sharded = nn.Sequential(nn.Linear(4, 4))
+    dist.init_process_group("fake", store=FakeStore(), rank=0, world_size=1)
+    try:
+        fully_shard(sharded[0])
+        assert type(sharded[0]).__name__ == "FSDPLinear"
+        assert kernel_entry(sharded[0]) == kernel_entry(plain)
+    finally:
+        dist.destroy_process_group()

@@ -384,6 +384,22 @@ def _refresh_checksum(bundle: Path, rank: int) -> None:
     _edit_manifest(bundle, lambda d: _rank_entry(d, rank).update(file_size=size, crc32=crc))
 
 
+def _largest_raw_data(path: Path) -> tuple[int, int]:
+    """(file offset, bytes) of the largest contiguous dataset's stored values."""
+    spans: list[tuple[int, int]] = []
+
+    def visit(_name: str, obj: Any) -> None:
+        if isinstance(obj, h5py.Dataset) and obj.id.get_offset() is not None:
+            spans.append((obj.id.get_storage_size(), obj.id.get_offset()))
+
+    with h5py.File(path, "r") as f:
+        f.visititems(visit)
+    size, offset = max(spans)
+    if size < 8:
+        raise ValueError(f"{path}: no tensor of 8 bytes or more to corrupt")
+    return offset, size
+
+
 def _break(case: str, bundle: Path) -> None:
     rank1 = bundle / "rank-00001.h5"
     if case == "missing-rank-file":
@@ -443,10 +459,13 @@ def _break(case: str, bundle: Path) -> None:
         with h5py.File(rank1, "r+") as f:
             f.attrs["rank"] = np.int64(5)
     elif case == "corrupt-bytes":
-        # Same size, a few bytes changed in the middle: only the checksum can tell.
+        # Same size, 8 bytes of a tensor's stored values changed: only the file's checksum
+        # can tell. (The values, not the file's middle: HDF5's object headers carry their
+        # own checksums, so damaged metadata is a different defect.)
+        offset, size = _largest_raw_data(rank1)
         data = bytearray(rank1.read_bytes())
-        for offset in range(len(data) // 2, len(data) // 2 + 64, 8):
-            data[offset] ^= 0x5A
+        for i in range(8):
+            data[offset + i * (size // 8)] ^= 0x5A
         rank1.write_bytes(bytes(data))
     else:
         raise ValueError(f"unknown broken case {case!r}")

@@ -57,9 +57,25 @@ def _package_of(top_level: str) -> str:
     return dists[0] if dists else ""
 
 
+def model_class(module: nn.Module) -> type:
+    """The class the model's code defines. FSDP2's `fully_shard` swaps a module's class for
+    a generated subclass (`FSDP<Name>`, of `FSDPModule` and the class) that runs the same
+    kernels: recorded as it is, every sharded module of a candidate would read as another
+    kernel from torch's package, and a single-process reference's comparison would allow
+    drift there (and hide divergences as drift)."""
+    cls = type(module)
+    try:
+        from torch.distributed.fsdp import FSDPModule
+    except ImportError:  # a torch without FSDP2
+        return cls
+    if not issubclass(cls, FSDPModule):
+        return cls
+    return next((c for c in cls.__mro__ if not issubclass(c, FSDPModule)), cls)
+
+
 def kernel_entry(module: nn.Module) -> dict[str, str]:
     """{"class", "source_sha256", "package"?, "tag"?} of one module."""
-    cls = type(module)
+    cls = model_class(module)
     try:
         path = inspect.getsourcefile(cls) or ""
     except (TypeError, OSError):
