@@ -69,8 +69,10 @@ void compareKernels(const RunEnvironment& a, const RunEnvironment& b,
             continue; // module mapping is the comparison's business, not the environment's
         }
         const auto& kb = it->second;
+        // A structured binding cannot be captured before C++20's P1091 (clang 15 and older).
+        const std::string& name = module;
         auto add = [&](const std::string& field, const std::string& va, const std::string& vb) {
-            out.push_back({field, module, va.empty() ? kAbsent : va, vb.empty() ? kAbsent : vb,
+            out.push_back({field, name, va.empty() ? kAbsent : va, vb.empty() ? kAbsent : vb,
                            ChangeScope::Module});
         };
         if (ka.className != kb.className) {

@@ -29,6 +29,13 @@ RankFacts extractRankFacts(const std::filesystem::path& file) {
         facts.openError = h5::lastErrorMessage();
         return facts;
     }
+    // A root object header HDF5 cannot read (its checksum fails in files with version-2
+    // object headers) is damage, not a file of another format: a missing attribute reads 0
+    // here, an unreadable header an error.
+    if (H5Aexists(handle.get(), "format") < 0) {
+        facts.openError = "its root object header cannot be read: " + h5::lastErrorMessage();
+        return facts;
+    }
     facts.opened = true;
     facts.rootAttrs = extractAttrs(handle.get(), rootAttrNames());
     const herr_t status = H5Ovisit2(
