@@ -201,9 +201,30 @@ void reshape(hid_t file, const std::string& path, ByteReader& in) {
     }
 }
 
+// Whether the dataset keeps its attributes in dense storage (more than its compact maximum):
+// libhdf5 1.10's H5Ocopy of such a dataset with a variable-length attribute calls through a
+// null pointer (H5A__dense_post_copy_file_all -> H5T__conv_vlen). That is the editing tool's
+// crash, not the reader's: the product never copies objects.
+bool denseAttributes(hid_t file, const std::string& path) {
+    const hid_t dataset = H5Dopen2(file, path.c_str(), H5P_DEFAULT);
+    if (dataset < 0) {
+        return false;
+    }
+    const hid_t plist = H5Dget_create_plist(dataset);
+    unsigned maxCompact = 8;
+    unsigned minDense = 6;
+    H5Pget_attr_phase_change(plist, &maxCompact, &minDense);
+    H5O_info_t info{};
+    const bool dense =
+        H5Oget_info2(dataset, &info, H5O_INFO_NUM_ATTRS) >= 0 && info.num_attrs > maxCompact;
+    H5Pclose(plist);
+    H5Dclose(dataset);
+    return dense;
+}
+
 // The same dataset under a second name: a hard link (one object twice) or a copy.
 void duplicate(hid_t file, const std::string& path, ByteReader& in) {
-    const bool hardLink = in.u8() % 2 != 0;
+    const bool hardLink = in.u8() % 2 != 0 || denseAttributes(file, path);
     const std::string copy = path + (hardLink ? "_link" : "_copy");
     if (hardLink) {
         H5Lcreate_hard(file, path.c_str(), file, copy.c_str(), H5P_DEFAULT, H5P_DEFAULT);
