@@ -15,7 +15,6 @@ its agent, 0 annotations. Between steps FSDP2 holds every parameter as a DTensor
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -31,14 +30,6 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("fsdp") / "reference"
     run_module(MODULE, ["--out", str(out)], 1, 600)
     return out
-
-
-@pytest.fixture
-def serving(tmp_path: Path) -> Iterator[list[ServingCandidate]]:
-    started: list[ServingCandidate] = []
-    yield started
-    for job in started:
-        job.stop()
 
 
 def verdicts(report: dict) -> dict[tuple[str, str], str]:

@@ -22,21 +22,12 @@ Slow (Megatron references and candidates): the CTest entry `python_localize_rows
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from job_runner import run_module
 from serve_job import RelaunchJob
 from serving_candidate import TIMES, ServingCandidate, localize
-
-
-@pytest.fixture
-def serving(tmp_path: Path) -> Iterator[list[ServingCandidate]]:
-    started: list[ServingCandidate] = []
-    yield started
-    for job in started:
-        job.stop()
 
 
 def reference_of(out: Path, module: str, args: list[str], timeout: int = 900) -> Path:
