@@ -1,6 +1,6 @@
 #include "ttrace/cache_fingerprint.h"
 
-#include "compare/cache_files.h"
+#include "io/cache_files.h"
 #include "ttrace/diff_cache.h"
 #include "ttrace/report_json.h"
 

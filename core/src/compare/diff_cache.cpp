@@ -1,6 +1,6 @@
 #include "ttrace/diff_cache.h"
 
-#include "compare/cache_files.h"
+#include "io/cache_files.h"
 #include "io/file_integrity.h"
 #include "ttrace/adam_conditioning.h"
 #include "ttrace/report_json.h"

@@ -1,6 +1,6 @@
 #include "ttrace/tensor_wire.h"
 
-#include "report/tensor_json.h"
+#include "compare/tensor_json.h"
 
 #include <nlohmann/json.hpp>
 

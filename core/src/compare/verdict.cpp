@@ -1,6 +1,6 @@
 #include "ttrace/verdict.h"
 
-#include "report/timeline.h"
+#include "compare/timeline.h"
 
 #include <algorithm>
 #include <cstdint>

@@ -1,7 +1,7 @@
 #include "ttrace/report_json.h"
 
-#include "report/tensor_json.h"
-#include "report/timeline.h"
+#include "compare/tensor_json.h"
+#include "compare/timeline.h"
 #include "ttrace/verdict.h"
 
 #include <nlohmann/json.hpp>

@@ -1,4 +1,4 @@
-#include "report/timeline.h"
+#include "compare/timeline.h"
 
 #include "ttrace/time_place.h"
 

@@ -1,4 +1,4 @@
-#include "compare/cache_files.h"
+#include "io/cache_files.h"
 
 #include <fcntl.h>
 #include <unistd.h>
