@@ -1,5 +1,6 @@
 # Fails when a core file includes a header of a stage above its own. The stages, lowest first:
 #   io -> merge -> compare -> report -> replay
+#   (-> session: the use cases every front end runs, a diff session and a localize run)
 # A file may include headers of its own stage and of the stages below it, never above
 # (docs/architecture.md, "Targets and who may include whom"). The build runs this check on
 # every build (target ttrace_stage_includes) and CTest runs it (stage_includes).
@@ -10,7 +11,7 @@
 # stage is the folder it names: "ttrace/<stage>/x.h" (public) or "<stage>/x.h" (private).
 cmake_minimum_required(VERSION 3.25)
 
-set(stages io merge compare report replay)
+set(stages io merge compare report replay session)
 
 # Public headers still directly in core/include/ttrace/ have no stage folder yet: their stage
 # is listed here. Moving them into their folders empties this table; a header added there
@@ -18,14 +19,16 @@ set(stages io merge compare report replay)
 # BEGIN flat header stages
 set(flat_io bundle bundle_error capture_status checked_math diagnostic diagnostic_code dtype
     exit_code gradient_clipping gradient_convention manifest name_table optimizer_config
-    placement placement_attributes progress shard shared_checksums tensor_id time_place)
+    parallel_layout_text placement placement_attributes progress shard shared_checksums
+    tensor_id time_place)
 set(flat_merge merge validator)
 set(flat_compare adam_conditioning bug_class cache_fingerprint diff_cache diff_engine diff_parts
     diff_result element_conditioning element_errors histogram metrics reduction_paths
     report_json run_layout shape_diagnosis structural_change tensor_shard_plan tensor_wire
     tolerance verdict)
-set(flat_report report_markdown verdict_text)
+set(flat_report report_markdown report_open verdict_text)
 set(flat_replay)
+set(flat_session diff_session)
 # END flat header stages
 
 if(NOT CORE_DIR OR NOT IS_DIRECTORY "${CORE_DIR}/src")
@@ -113,7 +116,7 @@ foreach(path IN LISTS core_files)
     stage_rank("${target}" target_rank)
     if(target_rank GREATER rank)
       message(SEND_ERROR "upward include: core/${rel} (${stage}) includes \"${header}\" "
-                         "(${target}); the stages go io -> merge -> compare -> report -> replay")
+                         "(${target}); the stages go io -> merge -> compare -> report -> replay -> session")
       math(EXPR problems "${problems} + 1")
     endif()
   endforeach()
