@@ -6,8 +6,8 @@
 // usage: diff_stages REF_DIR CAND_DIR [JSON_OUT]
 // The rank-file cache (TTRACE_NO_RANK_FILE_CACHE=1 turns it off) applies as in `ttrace diff`.
 #include "io/file_integrity.h"
-#include "ttrace/diff_parts.h"
-#include "ttrace/report_json.h"
+#include "ttrace/compare/diff_parts.h"
+#include "ttrace/compare/report_json.h"
 
 #include <tbb/parallel_for.h>
 

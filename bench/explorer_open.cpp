@@ -7,7 +7,7 @@
 //   explorer_open --engine REFERENCE CANDIDATE
 // Prints the seconds of an uncached diffBundleDirs in this process, with no window.
 // Times start at openBundles, after the application and window exist.
-#include "ttrace/diff_engine.h"
+#include "ttrace/compare/diff_engine.h"
 #include "ttrace/ui/main_window.h"
 #include "ttrace/ui/models/layer_tree_model.h"
 

@@ -2,7 +2,7 @@
 // hardware threads, side by side in one run, so machine noise affects both alike.
 //
 // usage: merge_bench [rows cols tp dp repeats]
-#include "ttrace/merge.h"
+#include "ttrace/merge/merge.h"
 
 #include <tbb/global_control.h>
 #include <tbb/info.h>

@@ -1,7 +1,7 @@
 #pragma once
 // Subcommands of the headless `ttrace` CLI. Each returns the process exit code:
 // 0 success/clean, 1 divergence found, 2 bad input or usage.
-#include "ttrace/exit_code.h"
+#include "ttrace/io/exit_code.h"
 
 #include <span>
 #include <string_view>

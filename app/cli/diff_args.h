@@ -1,7 +1,7 @@
 #pragma once
 // The options of `ttrace diff`, parsed and reported the same way by every front end that runs a
 // diff from a command line (`ttrace diff`, `ttrace-mpi diff`).
-#include "ttrace/diff_engine.h"
+#include "ttrace/compare/diff_engine.h"
 
 #include <cstddef>
 #include <span>

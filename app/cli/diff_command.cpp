@@ -2,7 +2,7 @@
 #include "diff_args.h"
 #include "terminal_progress.h"
 
-#include "ttrace/diff_session.h"
+#include "ttrace/session/diff_session.h"
 
 #include <iostream>
 

@@ -2,10 +2,10 @@
 #include "diff_args.h"
 #include "diff_summary.h"
 
-#include "ttrace/report_json.h"
-#include "ttrace/report_markdown.h"
-#include "ttrace/verdict.h"
-#include "ttrace/verdict_text.h"
+#include "ttrace/compare/report_json.h"
+#include "ttrace/compare/verdict.h"
+#include "ttrace/report/report_markdown.h"
+#include "ttrace/report/verdict_text.h"
 
 #include <fstream>
 #include <iostream>

@@ -1,9 +1,9 @@
 #include "diff_summary.h"
 
-#include "ttrace/report_markdown.h"
-#include "ttrace/run_layout.h"
-#include "ttrace/verdict.h"
-#include "ttrace/verdict_text.h"
+#include "ttrace/compare/run_layout.h"
+#include "ttrace/compare/verdict.h"
+#include "ttrace/report/report_markdown.h"
+#include "ttrace/report/verdict_text.h"
 
 #include <iomanip>
 

@@ -1,7 +1,7 @@
 #pragma once
 // The terminal summary of `ttrace diff`: first divergence, error shape, verdict, worst
 // offenders, invalid tensors with their reasons.
-#include "ttrace/diff_result.h"
+#include "ttrace/compare/diff_result.h"
 
 #include <cstddef>
 #include <ostream>

@@ -1,7 +1,7 @@
 #pragma once
 // Command line of `ttrace localize`.
+#include "ttrace/compare/tolerance.h"
 #include "ttrace/replay/localize_result.h"
-#include "ttrace/tolerance.h"
 
 #include <cstdint>
 #include <optional>

@@ -2,8 +2,8 @@
 #include "localize_args.h"
 #include "localize_table.h"
 
-#include "ttrace/bundle.h"
-#include "ttrace/diff_engine.h"
+#include "ttrace/compare/diff_engine.h"
+#include "ttrace/io/bundle.h"
 #include "ttrace/replay/bundle_match.h"
 #include "ttrace/replay/localize_report.h"
 #include "ttrace/replay/localize_session.h"

@@ -4,7 +4,7 @@
 #include "ttrace/replay/localize_text.h"
 #include "ttrace/replay/localize_walk.h"
 #include "ttrace/replay/relaunch_layout_text.h"
-#include "ttrace/report_markdown.h"
+#include "ttrace/report/report_markdown.h"
 
 #include <iomanip>
 

@@ -1,7 +1,7 @@
 #pragma once
 // The terminal output of `ttrace localize`: one row per judged module as it is reached, then
 // what holds the bug.
-#include "ttrace/diff_result.h"
+#include "ttrace/compare/diff_result.h"
 #include "ttrace/replay/agent_info.h"
 #include "ttrace/replay/localize_result.h"
 

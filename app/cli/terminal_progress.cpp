@@ -1,6 +1,6 @@
 #include "terminal_progress.h"
 
-#include "ttrace/dtype.h"
+#include "ttrace/io/dtype.h"
 
 #include <unistd.h>
 

@@ -3,8 +3,8 @@
 // a few times a second, that says the stage (rank files indexed, then tensors), tensors and bytes
 // compared or checked, the rate and the time left. Silent when stderr is not a terminal (logs and
 // CI stay clean) or with --quiet.
-#include "ttrace/diff_engine.h"
-#include "ttrace/validator.h"
+#include "ttrace/compare/diff_engine.h"
+#include "ttrace/merge/validator.h"
 
 #include <chrono>
 #include <cstdint>

@@ -1,7 +1,7 @@
 #include "commands.h"
 #include "terminal_progress.h"
 
-#include "ttrace/validator.h"
+#include "ttrace/merge/validator.h"
 
 #include <iostream>
 #include <map>

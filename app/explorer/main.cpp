@@ -2,7 +2,7 @@
 //   ttrace-explorer [--screenshot FILE] [--markdown FILE] [--agent HOST:PORT --token-file FILE]
 //                   [--localize MODULE|all] [REFERENCE CANDIDATE]
 //   ttrace-explorer [--screenshot FILE] [--markdown FILE] --report DIFF.json [--report-cache FILE]
-#include "ttrace/exit_code.h"
+#include "ttrace/io/exit_code.h"
 #include "ttrace/ui/headless_export.h"
 #include "ttrace/ui/localize_ui.h"
 #include "ttrace/ui/main_window.h"

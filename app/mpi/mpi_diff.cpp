@@ -4,10 +4,10 @@
 #include "shared_crc.h"
 
 #include "commands.h"
-#include "ttrace/diff_cache.h"
-#include "ttrace/diff_parts.h"
-#include "ttrace/tensor_shard_plan.h"
-#include "ttrace/tensor_wire.h"
+#include "ttrace/compare/diff_cache.h"
+#include "ttrace/compare/diff_parts.h"
+#include "ttrace/compare/tensor_shard_plan.h"
+#include "ttrace/compare/tensor_wire.h"
 
 #include <algorithm>
 #include <chrono>

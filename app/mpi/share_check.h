@@ -3,7 +3,7 @@
 // own: every process must split and compare the same tensors, so a process that sees other
 // files (another mount, a file still being copied) fails the run by name instead of leaving a
 // silently different share in the report.
-#include "ttrace/diff_parts.h"
+#include "ttrace/compare/diff_parts.h"
 
 #include <string>
 #include <vector>

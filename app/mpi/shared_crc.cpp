@@ -1,6 +1,6 @@
 #include "shared_crc.h"
 
-#include "ttrace/shared_checksums.h"
+#include "ttrace/io/shared_checksums.h"
 
 #include <algorithm>
 #include <cstdint>

@@ -22,7 +22,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 BUG = "sp-norm-grad-not-reduced"  # the demo's default
 TP2 = ("--tp", "2")
-DRIFT_BOUND = 10.0  # kDriftBound, core/include/ttrace/drift.h
+DRIFT_BOUND = 10.0  # kDriftBound, core/include/ttrace/compare/drift.h
 
 
 @pytest.fixture(scope="module")

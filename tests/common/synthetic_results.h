@@ -1,7 +1,7 @@
 #pragma once
 // Synthetic per-tensor results for the verdict tests: a tensor of a module with a ratio, its
 // status as the engine derives it from that ratio.
-#include "ttrace/verdict.h"
+#include "ttrace/compare/verdict.h"
 
 #include <cstdint>
 #include <string>

@@ -1,9 +1,9 @@
 // The Adam/AdamW conditioning term of optimizer-step tolerances (docs/tolerance.md,
 // "Optimizer-step conditioning") against hand-computed updates, and the manifest section it
 // reads.
-#include "ttrace/adam_conditioning.h"
-#include "ttrace/manifest.h"
-#include "ttrace/tolerance.h"
+#include "ttrace/compare/adam_conditioning.h"
+#include "ttrace/compare/tolerance.h"
+#include "ttrace/io/manifest.h"
 
 #include <QTemporaryDir>
 #include <QtTest>

@@ -1,6 +1,6 @@
 // Data-driven: every corrupt fixture bundle yields its own clear message (never a crash).
 // The fixtures and the expected phrases are written by `python -m ttrace_testing.fixtures`.
-#include "ttrace/validator.h"
+#include "ttrace/merge/validator.h"
 
 #include "broken_fixture_cases.h"
 

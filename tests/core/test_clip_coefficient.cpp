@@ -3,7 +3,7 @@
 // gradients (and squared states by its square) and is excused; a norm that is not the
 // gradients' excuses nothing.
 #include "compare/clip_coefficient.h"
-#include "ttrace/verdict.h"
+#include "ttrace/compare/verdict.h"
 
 #include <QtTest>
 

@@ -2,7 +2,7 @@
 // excused only when every capture-side gradient carries the same factor and nothing after the
 // reduction diverges; never when a main gradient diverges.
 #include "compare/convention_check.h"
-#include "ttrace/verdict.h"
+#include "ttrace/compare/verdict.h"
 
 #include <QtTest>
 

@@ -1,11 +1,11 @@
 // End to end on the demo bundles (python -m ttrace_testing.demo_bundles): a correct TP2xDP2
 // candidate must come out clean, the injected bug must be found where it is, a subtle bug a few
 // times the round-off floor must be flagged, and the summary cache must hit and invalidate.
-#include "ttrace/cache_fingerprint.h"
-#include "ttrace/diff_cache.h"
-#include "ttrace/diff_engine.h"
-#include "ttrace/report_json.h"
-#include "ttrace/report_markdown.h"
+#include "ttrace/compare/cache_fingerprint.h"
+#include "ttrace/compare/diff_cache.h"
+#include "ttrace/compare/diff_engine.h"
+#include "ttrace/compare/report_json.h"
+#include "ttrace/report/report_markdown.h"
 
 #include "bundle_edits.h"
 

@@ -1,11 +1,11 @@
-// The diff session (ttrace/diff_session.h) on the demo bundles, as the explorer and the CLI see
-// it: the order of what a listener is told on a cold run, from the summary cache (provisional,
+// The diff session (ttrace/session/diff_session.h) on the demo bundles, as the explorer and the CLI
+// see it: the order of what a listener is told on a cold run, from the summary cache (provisional,
 // then the same object as final), when the bytes changed since (provisional, stale, a fresh
 // comparison), for a refused pair, and when the listener cancels.
-#include "ttrace/cache_fingerprint.h"
-#include "ttrace/diff_cache.h"
-#include "ttrace/diff_session.h"
-#include "ttrace/report_json.h"
+#include "ttrace/compare/cache_fingerprint.h"
+#include "ttrace/compare/diff_cache.h"
+#include "ttrace/compare/report_json.h"
+#include "ttrace/session/diff_session.h"
 
 #include "bundle_edits.h"
 

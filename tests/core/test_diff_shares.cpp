@@ -2,11 +2,11 @@
 // sent through the wire encoding, the analysis finished from all of them) must give the report
 // a diff in one process gives, byte for byte; the split must cover every tensor once, keep the
 // training state's tensors of all iterations together and balance the bytes.
-#include "ttrace/diff_parts.h"
-#include "ttrace/report_json.h"
-#include "ttrace/shared_checksums.h"
-#include "ttrace/tensor_shard_plan.h"
-#include "ttrace/tensor_wire.h"
+#include "ttrace/compare/diff_parts.h"
+#include "ttrace/compare/report_json.h"
+#include "ttrace/compare/tensor_shard_plan.h"
+#include "ttrace/compare/tensor_wire.h"
+#include "ttrace/io/shared_checksums.h"
 
 #include <QtTest>
 

@@ -4,8 +4,8 @@
 // whose bytes differ.
 #include "merge/direct_merge.h"
 
-#include "ttrace/bundle.h"
-#include "ttrace/merge.h"
+#include "ttrace/io/bundle.h"
+#include "ttrace/merge/merge.h"
 
 #include "bundle_edits.h"
 

@@ -1,10 +1,10 @@
 // Where a divergence enters when every replayed module agrees given the reference's inputs:
 // the schedule's scaling of the loss's output gradient (the zoo's grad-accum-scale), the job's
 // data; and no entry when the root agrees, a suspect is not replayable or a module introduces.
+#include "ttrace/compare/verdict.h"
 #include "ttrace/replay/divergence_entry.h"
 #include "ttrace/replay/localize_report.h"
 #include "ttrace/replay/localize_walk.h"
-#include "ttrace/verdict.h"
 
 #include <QtTest>
 

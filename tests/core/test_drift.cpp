@@ -2,10 +2,10 @@
 // results: what differs is named, drift is allowed only where a kernel or version changed and
 // only within the bound, and a bug stays divergent.
 #include "synthetic_results.h"
-#include "ttrace/drift.h"
-#include "ttrace/environment_diff.h"
-#include "ttrace/verdict.h"
-#include "ttrace/verdict_text.h"
+#include "ttrace/compare/drift.h"
+#include "ttrace/compare/environment_diff.h"
+#include "ttrace/compare/verdict.h"
+#include "ttrace/report/verdict_text.h"
 
 #include <QtTest>
 

@@ -1,5 +1,5 @@
 // Decoding of raw-bit dtypes against hand-computed values.
-#include "ttrace/dtype.h"
+#include "ttrace/io/dtype.h"
 
 #include <QtTest>
 

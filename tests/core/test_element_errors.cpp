@@ -1,8 +1,8 @@
 // The element view's engine: the worst elements and the error along one dimension, on a
 // tensor with planted errors (exact indices and values) and on the demo's sharded candidate
 // (TP2 x DP2, read through the merge) against what the diff measured for the same tensor.
-#include "ttrace/diff_engine.h"
-#include "ttrace/element_errors.h"
+#include "ttrace/compare/diff_engine.h"
+#include "ttrace/compare/element_errors.h"
 
 #include <QtTest>
 

@@ -2,7 +2,7 @@
 // of the whole file, for every size around the piece boundaries, and a changed file must not
 // be answered from the per-process memo. The rank-file cache on disk answers only for the
 // file and stamp it was written for, and ignores damaged entries.
-#include "compare/cache_files.h"
+#include "io/cache_files.h"
 #include "io/file_integrity.h"
 #include "io/file_stamp.h"
 #include "io/rank_file_cache.h"

@@ -7,8 +7,8 @@
 #include "io/index_wire.h"
 #include "io/isolated_index.h"
 #include "io/rank_extract.h"
-#include "ttrace/bundle.h"
-#include "ttrace/validator.h"
+#include "ttrace/io/bundle.h"
+#include "ttrace/merge/validator.h"
 
 #include <QtTest>
 

@@ -2,10 +2,10 @@
 // first divergence in time, as `ttrace diff`'s), the order it replays in, the subtree rule
 // (inherited roots are not descended into, introduced ones are narrowed to their introduced
 // children), the optimizer phases, and stopping on an agent failure or cancellation.
+#include "ttrace/compare/verdict.h"
 #include "ttrace/replay/localize_report.h"
 #include "ttrace/replay/localize_text.h"
 #include "ttrace/replay/localize_walk.h"
-#include "ttrace/verdict.h"
 
 #include <QtTest>
 

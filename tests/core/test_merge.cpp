@@ -1,5 +1,5 @@
 // Shard merging on in-memory shards: every combine mode and every coverage finding.
-#include "ttrace/merge.h"
+#include "ttrace/merge/merge.h"
 
 #include <QtTest>
 

@@ -1,5 +1,5 @@
 // Comparison metrics and the error histogram against hand-computed values.
-#include "ttrace/metrics.h"
+#include "ttrace/compare/metrics.h"
 
 #include "compare/fused_sums.h"
 #include "compare/metrics_from_sums.h"

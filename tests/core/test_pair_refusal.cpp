@@ -3,11 +3,11 @@
 // chose it as the reference, and then its verdicts rest on the analytic bound and say so. Each
 // side's layout is named in the result and survives the JSON round trip. On the demo bundles
 // (python -m ttrace_testing.demo_bundles): a one-process reference and two TP2 x DP2 candidates.
-#include "ttrace/diff_engine.h"
-#include "ttrace/diff_parts.h"
-#include "ttrace/report_json.h"
-#include "ttrace/report_markdown.h"
-#include "ttrace/run_layout.h"
+#include "ttrace/compare/diff_engine.h"
+#include "ttrace/compare/diff_parts.h"
+#include "ttrace/compare/report_json.h"
+#include "ttrace/compare/run_layout.h"
+#include "ttrace/report/report_markdown.h"
 
 #include <QtTest>
 

@@ -1,5 +1,5 @@
 // Placement checks and the run iteration that every merge is built on.
-#include "ttrace/placement.h"
+#include "ttrace/io/placement.h"
 
 #include <QtTest>
 

@@ -2,10 +2,10 @@
 // shape, tiling, and the byte identity of copies taken for replicas; what stays unresolved,
 // and how unresolved tensors reach the verdict, the exit status and the JSON report.
 #include "compare/placement_resolution.h"
-#include "ttrace/report_json.h"
-#include "ttrace/report_markdown.h"
-#include "ttrace/verdict.h"
-#include "ttrace/verdict_text.h"
+#include "ttrace/compare/report_json.h"
+#include "ttrace/compare/verdict.h"
+#include "ttrace/report/report_markdown.h"
+#include "ttrace/report/verdict_text.h"
 
 #include <QtTest>
 

@@ -1,10 +1,10 @@
 // Judging replays on synthetic shards: the replayed tensor is merged from per-rank shards
 // (copy and partial sums), compared with the reference, and held to the floor measured from
 // the replays of the reference's perturbed inputs through the empirical rule.
+#include "ttrace/compare/verdict.h"
 #include "ttrace/replay/agent_judge.h"
 #include "ttrace/replay/localize_report.h"
 #include "ttrace/replay/replay_judge.h"
-#include "ttrace/verdict.h"
 
 #include <QJsonArray>
 #include <QJsonDocument>

@@ -1,10 +1,10 @@
-// Opening a diff report without its bundles (core/include/ttrace/report_open.h): the report of a
-// real diff of the demo pair reads back to the same result, as a report or as a summary cache
+// Opening a diff report without its bundles (core/include/ttrace/report/report_open.h): the report
+// of a real diff of the demo pair reads back to the same result, as a report or as a summary cache
 // entry; broken, truncated, foreign and mutated files give a typed error naming the file and
 // never a crash.
-#include "ttrace/diff_engine.h"
-#include "ttrace/report_json.h"
-#include "ttrace/report_open.h"
+#include "ttrace/compare/diff_engine.h"
+#include "ttrace/compare/report_json.h"
+#include "ttrace/report/report_open.h"
 
 #include <QtTest>
 

@@ -1,7 +1,7 @@
 // Python writes every dtype and placement kind; the C++ reader must rebuild each logical tensor
 // to exactly the values (and, for copies, the very bits) Python computed.
-#include "ttrace/bundle.h"
-#include "ttrace/merge.h"
+#include "ttrace/io/bundle.h"
+#include "ttrace/merge/merge.h"
 
 #include <QtTest>
 

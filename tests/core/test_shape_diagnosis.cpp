@@ -1,7 +1,7 @@
 // The error's shape on synthetic merged tensors: each signature is found with its evidence,
 // and no signature is claimed for an error without one. Plus the bug-class hints they map to.
-#include "ttrace/bug_class.h"
-#include "ttrace/shape_diagnosis.h"
+#include "ttrace/compare/bug_class.h"
+#include "ttrace/compare/shape_diagnosis.h"
 
 #include <QtTest>
 

@@ -2,8 +2,8 @@
 // (exit 1) and which stay missing or invalid (exit 2), and how the verdict and the JSON report
 // carry them.
 #include "compare/structure_check.h"
-#include "ttrace/report_json.h"
-#include "ttrace/verdict.h"
+#include "ttrace/compare/report_json.h"
+#include "ttrace/compare/verdict.h"
 
 #include <QtTest>
 

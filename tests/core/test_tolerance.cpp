@@ -1,5 +1,5 @@
 // Every tolerance formula of docs/tolerance.md against hand-computed values.
-#include "ttrace/tolerance.h"
+#include "ttrace/compare/tolerance.h"
 
 #include <QtTest>
 

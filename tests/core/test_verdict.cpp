@@ -1,6 +1,6 @@
 // Verdict logic on synthetic results: statuses, module roll-ups, first divergence, origin.
 #include "synthetic_results.h"
-#include "ttrace/verdict.h"
+#include "ttrace/compare/verdict.h"
 
 #include <QtTest>
 

@@ -3,8 +3,8 @@
 // "incomplete", naming the bundle error; a module whose input could not be compared is never
 // said to introduce (or merely inherit) the divergence.
 #include "synthetic_results.h"
-#include "ttrace/verdict.h"
-#include "ttrace/verdict_text.h"
+#include "ttrace/compare/verdict.h"
+#include "ttrace/report/verdict_text.h"
 
 #include <QtTest>
 

@@ -1,9 +1,9 @@
 #pragma once
 // What a front end does with a bundle: open it (manifest, every rank file indexed), then
 // merge every tensor. Shared by the rank-file fuzz targets.
-#include "ttrace/bundle.h"
-#include "ttrace/bundle_error.h"
-#include "ttrace/merge.h"
+#include "ttrace/io/bundle.h"
+#include "ttrace/io/bundle_error.h"
+#include "ttrace/merge/merge.h"
 
 #include <cstdint>
 #include <filesystem>

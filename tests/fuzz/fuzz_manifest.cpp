@@ -2,7 +2,7 @@
 // Anything may come back as diagnostics; nothing may crash, leak, hang or allocate without
 // bound. Parsed manifests are checked for the invariants the rest of the engine relies on.
 #include "scratch_dir.h"
-#include "ttrace/manifest.h"
+#include "ttrace/io/manifest.h"
 
 #include <cstddef>
 #include <cstdint>

@@ -8,7 +8,7 @@
 //   u8 local ndim, i64[] local shape
 //   u8 has boxes, u16 n, i64[n] boxes, u8 has width, i64 width   (same again for flat_ranges)
 #include "byte_reader.h"
-#include "ttrace/placement_attributes.h"
+#include "ttrace/io/placement_attributes.h"
 
 #include <cstddef>
 #include <cstdint>

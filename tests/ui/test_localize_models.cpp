@@ -2,6 +2,7 @@
 // walk order and out of it), the guilty phase of a walk, the layer tree's badge role, grouped
 // warnings, the headline's first divergence in time, and the agent target. Every model runs
 // under QAbstractItemModelTester.
+#include "ttrace/compare/verdict.h"
 #include "ttrace/replay/localize_text.h"
 #include "ttrace/replay/localize_walk.h"
 #include "ttrace/ui/models/agent_target.h"
@@ -12,7 +13,6 @@
 #include "ttrace/ui/models/roles.h"
 #include "ttrace/ui/models/story_headline.h"
 #include "ttrace/ui/models/warnings_model.h"
-#include "ttrace/verdict.h"
 
 #include <QAbstractItemModelTester>
 #include <QSettings>

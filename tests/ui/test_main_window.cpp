@@ -1,7 +1,7 @@
 // The explorer window opens bundles offscreen, shows problems instead of crashing, stays usable
 // afterwards, and shows a cached comparison at once but never as final before checking it.
-#include "ttrace/cache_fingerprint.h"
-#include "ttrace/diff_cache.h"
+#include "ttrace/compare/cache_fingerprint.h"
+#include "ttrace/compare/diff_cache.h"
 #include "ttrace/ui/main_window.h"
 #include "ttrace/ui/models/layer_tree_model.h"
 #include "ttrace/ui/problems_banner.h"

@@ -5,9 +5,9 @@
 // per-rank plot, replays labelled with their iteration, and the element view of a sharded
 // tensor (worst elements, error along a dimension, off the GUI thread, cancellable).
 // Screenshots at 1280x720 and 1600x1000 go to TTRACE_SCREENSHOTS_DIR.
-#include "ttrace/element_errors.h"
+#include "ttrace/compare/element_errors.h"
+#include "ttrace/io/time_place.h"
 #include "ttrace/replay/localize_walk.h"
-#include "ttrace/time_place.h"
 #include "ttrace/ui/drill_down_pane.h"
 #include "ttrace/ui/element_view.h"
 #include "ttrace/ui/headline_bar.h"

@@ -3,7 +3,7 @@
 // opened after the copy has been moved away, shows the same tree, verdicts, headline,
 // statistics and Markdown as opening the bundles; element-level drill-down says why it is
 // unavailable; broken reports are refused by name; the headless export works from a report.
-#include "ttrace/report_open.h"
+#include "ttrace/report/report_open.h"
 #include "ttrace/ui/drill_down_pane.h"
 #include "ttrace/ui/element_view.h"
 #include "ttrace/ui/headline_bar.h"

@@ -1,10 +1,10 @@
 #include "ttrace/ui/headless_export.h"
 
+#include "ttrace/compare/verdict.h"
 #include "ttrace/ui/headline_bar.h"
 #include "ttrace/ui/main_window.h"
 #include "ttrace/ui/models/layer_tree_model.h"
 #include "ttrace/ui/problems_banner.h"
-#include "ttrace/verdict.h"
 
 #include <QFile>
 #include <QFileInfo>

@@ -1,6 +1,6 @@
 #include "ttrace/ui/heat_cell_delegate.h"
 
-#include "ttrace/diff_result.h"
+#include "ttrace/compare/diff_result.h"
 #include "ttrace/ui/badge_painter.h"
 #include "ttrace/ui/models/color_scale.h"
 #include "ttrace/ui/models/localize_badge.h"

@@ -1,6 +1,6 @@
 #include "ttrace/ui/load_worker.h"
 
-#include "ttrace/diff_session.h"
+#include "ttrace/session/diff_session.h"
 
 #include <exception>
 

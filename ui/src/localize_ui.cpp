@@ -2,6 +2,7 @@
 
 #include "ttrace/replay/bundle_match.h"
 #include "ttrace/replay/localize_walk.h"
+#include "ttrace/report/verdict_text.h"
 #include "ttrace/ui/agent_status_widget.h"
 #include "ttrace/ui/connect_dialog.h"
 #include "ttrace/ui/drill_down_pane.h"
@@ -14,7 +15,6 @@
 #include "ttrace/ui/models/localize_summary.h"
 #include "ttrace/ui/models/tensor_columns.h"
 #include "ttrace/ui/progress_cancel_widget.h"
-#include "ttrace/verdict_text.h"
 
 #include <QAction>
 #include <QMessageBox>

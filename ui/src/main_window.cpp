@@ -1,5 +1,7 @@
 #include "ttrace/ui/main_window.h"
 
+#include "ttrace/compare/verdict.h"
+#include "ttrace/report/verdict_text.h"
 #include "ttrace/ui/drill_down_pane.h"
 #include "ttrace/ui/element_view.h"
 #include "ttrace/ui/headline_bar.h"
@@ -25,8 +27,6 @@
 #include "ttrace/ui/startup_localize.h"
 #include "ttrace/ui/warnings_dock.h"
 #include "ttrace/ui/widget_png.h"
-#include "ttrace/verdict.h"
-#include "ttrace/verdict_text.h"
 
 #include <algorithm>
 #include <iterator>

@@ -1,7 +1,7 @@
 #include "ttrace/ui/run_summary_bar.h"
 
-#include "ttrace/environment_diff.h"
-#include "ttrace/run_layout.h"
+#include "ttrace/compare/environment_diff.h"
+#include "ttrace/compare/run_layout.h"
 #include "ttrace/ui/models/color_scale.h"
 #include "ttrace/ui/models/number_format.h"
 

@@ -1,6 +1,6 @@
-#include "ttrace/adam_conditioning.h"
+#include "ttrace/compare/adam_conditioning.h"
 
-#include "ttrace/tolerance.h"
+#include "ttrace/compare/tolerance.h"
 
 #include <algorithm>
 #include <cmath>

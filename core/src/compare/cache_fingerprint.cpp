@@ -1,8 +1,8 @@
-#include "ttrace/cache_fingerprint.h"
+#include "ttrace/compare/cache_fingerprint.h"
 
-#include "compare/cache_files.h"
-#include "ttrace/diff_cache.h"
-#include "ttrace/report_json.h"
+#include "io/cache_files.h"
+#include "ttrace/compare/diff_cache.h"
+#include "ttrace/compare/report_json.h"
 
 #include <nlohmann/json.hpp>
 

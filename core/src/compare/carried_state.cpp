@@ -1,6 +1,6 @@
 #include "compare/carried_state.h"
 
-#include "ttrace/verdict.h"
+#include "ttrace/compare/verdict.h"
 
 #include <cmath>
 #include <map>

@@ -3,8 +3,8 @@
 // step i > 0 is computed from parameters that carry the earlier steps' differences, which no
 // analytic bound limits but this diff measures (every `parameter` of step i is compared).
 // Private to core.
-#include "ttrace/diff_result.h"
-#include "ttrace/reduction_paths.h"
+#include "ttrace/compare/diff_result.h"
+#include "ttrace/compare/reduction_paths.h"
 
 namespace ttrace {
 

@@ -4,8 +4,8 @@
 #include "compare/metrics_from_sums.h"
 #include "merge/direct_merge.h"
 
-#include "ttrace/bundle_error.h"
-#include "ttrace/verdict.h"
+#include "ttrace/compare/verdict.h"
+#include "ttrace/io/bundle_error.h"
 
 #include <algorithm>
 #include <new>

@@ -1,7 +1,7 @@
 #include "compare/clip_coefficient.h"
 
 #include "compare/signature_text.h"
-#include "ttrace/verdict.h"
+#include "ttrace/compare/verdict.h"
 
 #include <algorithm>
 #include <cmath>

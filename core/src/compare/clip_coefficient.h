@@ -9,8 +9,8 @@
 // then are "moved by the clip coefficient". A norm that is not its gradients' (it misses or
 // double-counts some) is never excused: its tensors keep their verdicts and the step's
 // comparison says so. Private to core.
-#include "ttrace/diff_result.h"
-#include "ttrace/manifest.h"
+#include "ttrace/compare/diff_result.h"
+#include "ttrace/io/manifest.h"
 
 namespace ttrace {
 

@@ -1,7 +1,7 @@
 #include "compare/convention_check.h"
 
 #include "compare/signature_text.h"
-#include "ttrace/verdict.h"
+#include "ttrace/compare/verdict.h"
 
 #include <algorithm>
 #include <cmath>

@@ -6,8 +6,8 @@
 // gradients were compared and agree, the capture took the job's gradient convention wrongly.
 // Those gradients are judged after the factor. A divergence after the reduction (main
 // gradients, the step, parameters) is never excused. Private to core.
-#include "ttrace/diff_result.h"
-#include "ttrace/manifest.h"
+#include "ttrace/compare/diff_result.h"
+#include "ttrace/io/manifest.h"
 
 namespace ttrace {
 

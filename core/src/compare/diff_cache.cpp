@@ -1,9 +1,9 @@
-#include "ttrace/diff_cache.h"
+#include "ttrace/compare/diff_cache.h"
 
-#include "compare/cache_files.h"
+#include "io/cache_files.h"
 #include "io/file_integrity.h"
-#include "ttrace/adam_conditioning.h"
-#include "ttrace/report_json.h"
+#include "ttrace/compare/adam_conditioning.h"
+#include "ttrace/compare/report_json.h"
 
 #include <tbb/parallel_for.h>
 

@@ -1,5 +1,5 @@
-#include "ttrace/diff_engine.h"
-#include "ttrace/diff_parts.h"
+#include "ttrace/compare/diff_engine.h"
+#include "ttrace/compare/diff_parts.h"
 
 #include "compare/carried_state.h"
 #include "compare/clip_coefficient.h"
@@ -9,13 +9,12 @@
 #include "compare/pair_checks.h"
 #include "compare/reference_view.h"
 #include "compare/tensor_comparison.h"
-#include "ttrace/cache_fingerprint.h"
-#include "ttrace/capture_status.h"
-#include "ttrace/diff_cache.h"
-#include "ttrace/drift.h"
-#include "ttrace/run_layout.h"
-#include "ttrace/verdict.h"
-#include "ttrace/verdict_text.h"
+#include "ttrace/compare/cache_fingerprint.h"
+#include "ttrace/compare/diff_cache.h"
+#include "ttrace/compare/drift.h"
+#include "ttrace/compare/run_layout.h"
+#include "ttrace/compare/verdict.h"
+#include "ttrace/io/capture_status.h"
 
 #include <tbb/parallel_for.h>
 #include <tbb/parallel_pipeline.h>

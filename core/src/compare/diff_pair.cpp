@@ -3,9 +3,9 @@
 #include "compare/diff_pair_steps.h"
 #include "compare/pair_checks.h"
 
-#include "ttrace/cache_fingerprint.h"
-#include "ttrace/capture_status.h"
-#include "ttrace/diff_cache.h"
+#include "ttrace/compare/cache_fingerprint.h"
+#include "ttrace/compare/diff_cache.h"
+#include "ttrace/io/capture_status.h"
 
 #include <set>
 

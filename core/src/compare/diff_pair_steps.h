@@ -1,9 +1,9 @@
 #pragma once
 // The steps from two directories to an opened pair, one by one, for the diff session
-// (ttrace/diff_session.h) and the public parts (ttrace/diff_parts.h) to compose: each step
-// takes what an earlier one read (the manifests are read once per diff).
-#include "ttrace/diff_parts.h"
-#include "ttrace/manifest.h"
+// (ttrace/session/diff_session.h) and the public parts (ttrace/compare/diff_parts.h) to compose:
+// each step takes what an earlier one read (the manifests are read once per diff).
+#include "ttrace/compare/diff_parts.h"
+#include "ttrace/io/manifest.h"
 
 #include <filesystem>
 #include <optional>

@@ -1,4 +1,4 @@
-#include "ttrace/element_errors.h"
+#include "ttrace/compare/element_errors.h"
 
 #include <algorithm>
 #include <cmath>

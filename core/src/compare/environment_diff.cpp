@@ -1,6 +1,6 @@
-#include "ttrace/environment_diff.h"
+#include "ttrace/compare/environment_diff.h"
 
-#include "report/timeline.h"
+#include "compare/timeline.h"
 
 #include <algorithm>
 

@@ -1,6 +1,6 @@
 #include "compare/error_histogram.h"
 
-#include "ttrace/metrics.h"
+#include "ttrace/compare/metrics.h"
 
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_reduce.h>

@@ -1,7 +1,7 @@
 #pragma once
 // The pieces of computeErrorHistogram (metrics.h) that the fused comparison reuses, so that
 // both paths bin every element by the same code. Private to core.
-#include "ttrace/histogram.h"
+#include "ttrace/compare/histogram.h"
 
 #include <cstddef>
 

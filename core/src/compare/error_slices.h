@@ -1,7 +1,7 @@
 #pragma once
 // The candidate's placement slices (one per rank and box or flat range) with the values that
 // rank holds for them, for the shape diagnosis. Private to core.
-#include "ttrace/merge.h"
+#include "ttrace/merge/merge.h"
 
 #include <cstdint>
 #include <vector>

@@ -6,9 +6,9 @@
 // are bit-identical to it.
 #include "compare/metric_sums.h"
 
-#include "ttrace/dtype.h"
-#include "ttrace/histogram.h"
-#include "ttrace/placement.h"
+#include "ttrace/compare/histogram.h"
+#include "ttrace/io/dtype.h"
+#include "ttrace/io/placement.h"
 
 #include <cstddef>
 #include <span>

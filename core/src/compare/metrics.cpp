@@ -1,4 +1,4 @@
-#include "ttrace/metrics.h"
+#include "ttrace/compare/metrics.h"
 
 #include "compare/metrics_from_sums.h"
 

@@ -3,7 +3,7 @@
 // the comparison straight from stored bytes (clean_comparison.cpp). Private to core.
 #include "compare/metric_sums.h"
 
-#include "ttrace/metrics.h"
+#include "ttrace/compare/metrics.h"
 
 namespace ttrace {
 

@@ -5,8 +5,8 @@
 // and the manifest's optimizer section give each ill-conditioned element a term; the element's
 // tolerance is hypot(derived tolerance, term). Private to core.
 #include "compare/tensor_comparison.h"
-#include "ttrace/diff_result.h"
-#include "ttrace/merge.h"
+#include "ttrace/compare/diff_result.h"
+#include "ttrace/merge/merge.h"
 
 #include <vector>
 

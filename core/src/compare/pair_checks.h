@@ -2,8 +2,8 @@
 // Plausibility of a reference/candidate pair before any tensor is compared: the same bundle
 // given twice, a candidate given as the reference, swapped roles, or the reference of another
 // model would otherwise be compared without a word.
-#include "ttrace/bundle.h"
-#include "ttrace/diagnostic.h"
+#include "ttrace/io/bundle.h"
+#include "ttrace/io/diagnostic.h"
 
 namespace ttrace {
 

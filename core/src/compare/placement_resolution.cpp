@@ -1,6 +1,6 @@
 #include "compare/placement_resolution.h"
 
-#include "ttrace/bundle_error.h"
+#include "ttrace/io/bundle_error.h"
 
 #include <algorithm>
 #include <cstring>

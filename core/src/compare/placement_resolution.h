@@ -5,9 +5,9 @@
 // them byte-identical across their group. One hypothesis left: it is compared. Several left
 // whose rebuilt tensors differ, or none left by replica disagreement alone: unresolved.
 // Private to core.
-#include "ttrace/bundle.h"
-#include "ttrace/diff_result.h"
-#include "ttrace/merge.h"
+#include "ttrace/compare/diff_result.h"
+#include "ttrace/io/bundle.h"
+#include "ttrace/merge/merge.h"
 
 #include <optional>
 #include <vector>

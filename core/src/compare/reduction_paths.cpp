@@ -1,4 +1,4 @@
-#include "ttrace/reduction_paths.h"
+#include "ttrace/compare/reduction_paths.h"
 
 #include <algorithm>
 #include <set>

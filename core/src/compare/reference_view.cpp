@@ -1,6 +1,6 @@
 #include "compare/reference_view.h"
 
-#include "report/timeline.h"
+#include "compare/timeline.h"
 
 #include <algorithm>
 #include <optional>

@@ -7,7 +7,7 @@
 // candidate recomputes, its recomputed tensors are compared with the reference's original
 // forward of the same call; when only the reference recomputes, its recompute records have
 // nothing to be compared with and are left out.
-#include "ttrace/bundle.h"
+#include "ttrace/io/bundle.h"
 
 #include <cstddef>
 #include <memory>

@@ -1,7 +1,7 @@
 #pragma once
 // Signatures that look at a tensor as rows (every leading dimension) x its last dimension:
 // zeroed or constant rows/columns, a transpose, rows (tokens) that moved. Private to core.
-#include "ttrace/shape_diagnosis.h"
+#include "ttrace/compare/shape_diagnosis.h"
 
 #include <optional>
 

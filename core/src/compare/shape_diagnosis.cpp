@@ -1,9 +1,9 @@
-#include "ttrace/shape_diagnosis.h"
+#include "ttrace/compare/shape_diagnosis.h"
 
 #include "compare/error_slices.h"
 #include "compare/row_signatures.h"
 #include "compare/signature_text.h"
-#include "ttrace/name_table.h"
+#include "ttrace/io/name_table.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,7 +1,7 @@
 #pragma once
 // Wording shared by the shape signatures: numbers, named factors, rank and index lists.
 // Private to core.
-#include "ttrace/shape_diagnosis.h"
+#include "ttrace/compare/shape_diagnosis.h"
 
 #include <cstdint>
 #include <string>

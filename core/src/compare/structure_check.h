@@ -3,8 +3,8 @@
 // call (iteration, micro-batch, module) ran on both sides, and the tensor is an activation or
 // an activation gradient that one side lacks, or holds with a shape that no layout of the
 // candidate's ranks explains. Private to core.
-#include "ttrace/bundle.h"
-#include "ttrace/structural_change.h"
+#include "ttrace/compare/structural_change.h"
+#include "ttrace/io/bundle.h"
 
 #include <cstdint>
 #include <set>

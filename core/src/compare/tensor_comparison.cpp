@@ -4,11 +4,11 @@
 #include "compare/optimizer_conditioning.h"
 #include "compare/placement_resolution.h"
 
-#include "ttrace/bug_class.h"
-#include "ttrace/merge.h"
-#include "ttrace/metrics.h"
-#include "ttrace/shape_diagnosis.h"
-#include "ttrace/verdict.h"
+#include "ttrace/compare/bug_class.h"
+#include "ttrace/compare/metrics.h"
+#include "ttrace/compare/shape_diagnosis.h"
+#include "ttrace/compare/verdict.h"
+#include "ttrace/merge/merge.h"
 
 #include <algorithm>
 #include <limits>

@@ -2,11 +2,11 @@
 // Compares one logical tensor of two bundles: merge both, measure the perturbed reference's
 // noise floor, derive the tolerance, compute metrics, histogram and verdict. Private to core.
 #include "compare/structure_check.h"
-#include "ttrace/adam_conditioning.h"
-#include "ttrace/bundle.h"
-#include "ttrace/diff_result.h"
-#include "ttrace/reduction_paths.h"
-#include "ttrace/tolerance.h"
+#include "ttrace/compare/adam_conditioning.h"
+#include "ttrace/compare/diff_result.h"
+#include "ttrace/compare/reduction_paths.h"
+#include "ttrace/compare/tolerance.h"
+#include "ttrace/io/bundle.h"
 
 #include <map>
 #include <memory>

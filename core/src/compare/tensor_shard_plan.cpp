@@ -1,6 +1,6 @@
-#include "ttrace/tensor_shard_plan.h"
+#include "ttrace/compare/tensor_shard_plan.h"
 
-#include "ttrace/tolerance.h"
+#include "ttrace/compare/tolerance.h"
 
 #include <algorithm>
 #include <map>

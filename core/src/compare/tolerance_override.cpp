@@ -1,4 +1,4 @@
-#include "ttrace/tolerance.h"
+#include "ttrace/compare/tolerance.h"
 
 #include <charconv>
 #include <cmath>

@@ -1,9 +1,9 @@
-#include "ttrace/bundle.h"
+#include "ttrace/io/bundle.h"
 
 #include "io/h5_handle.h"
 #include "io/rank_file_reader.h"
 #include "io/shard_index.h"
-#include "ttrace/bundle_error.h"
+#include "ttrace/io/bundle_error.h"
 
 #include <cstring>
 #include <map>

@@ -1,7 +1,7 @@
 #pragma once
 // The part of opening a bundle that follows its manifest: index every rank file, check each
 // tensor's shards agree. Shared by openBundle and the opening of an unfinished capture.
-#include "ttrace/bundle.h"
+#include "ttrace/io/bundle.h"
 
 #include <functional>
 

@@ -2,8 +2,8 @@
 #include "io/bundle_index.h"
 #include "io/shard_index.h"
 #include "io/utf8.h"
-#include "ttrace/bundle.h"
-#include "ttrace/capture_status.h"
+#include "ttrace/io/bundle.h"
+#include "ttrace/io/capture_status.h"
 
 #include <tbb/parallel_for.h>
 

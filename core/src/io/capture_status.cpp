@@ -1,6 +1,6 @@
 // Status records of an unfinished capture: reading them, describing the ranks that stopped,
 // and opening the tensors of the steps every rank finished.
-#include "ttrace/capture_status.h"
+#include "ttrace/io/capture_status.h"
 
 #include "io/bundle_index.h"
 

@@ -1,4 +1,4 @@
-#include "ttrace/diagnostic.h"
+#include "ttrace/io/diagnostic.h"
 
 #include <algorithm>
 #include <utility>

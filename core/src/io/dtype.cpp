@@ -1,4 +1,4 @@
-#include "ttrace/dtype.h"
+#include "ttrace/io/dtype.h"
 
 #include <array>
 #include <bit>

@@ -3,7 +3,7 @@
 #include "io/rank_file_cache.h"
 #include "io/regular_file.h"
 #include "io/unique_fd.h"
-#include "ttrace/shared_checksums.h"
+#include "ttrace/io/shared_checksums.h"
 
 #include <tbb/enumerable_thread_specific.h>
 #include <tbb/parallel_for.h>

@@ -3,7 +3,7 @@
 // loops on some corrupt metadata, which no check in the tool can prevent in-process. The child
 // parses the file; the tool gets plain facts back, or a typed error naming the file.
 #include "io/rank_facts.h"
-#include "ttrace/diagnostic_code.h"
+#include "ttrace/io/diagnostic_code.h"
 
 #include <chrono>
 #include <filesystem>

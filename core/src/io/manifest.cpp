@@ -1,4 +1,4 @@
-#include "ttrace/manifest.h"
+#include "ttrace/io/manifest.h"
 
 #include "io/manifest_checks.h"
 #include "io/manifest_clipping.h"

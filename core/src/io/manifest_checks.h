@@ -1,8 +1,8 @@
 #pragma once
 // Plausibility of a parsed manifest: sizes within sane bounds and a parallel layout that
 // adds up. Each problem is a typed error naming the field and rank.
-#include "ttrace/diagnostic.h"
-#include "ttrace/manifest.h"
+#include "ttrace/io/diagnostic.h"
+#include "ttrace/io/manifest.h"
 
 #include <string>
 

@@ -2,8 +2,8 @@
 // The manifest's optional "gradient_clipping" section (docs/bundle-format.md). It only refines
 // the verdicts of clipped steps, so a malformed one is never fatal: one warning
 // ("manifest-gradient-clipping") and the diff goes on without it.
-#include "ttrace/diagnostic.h"
-#include "ttrace/gradient_clipping.h"
+#include "ttrace/io/diagnostic.h"
+#include "ttrace/io/gradient_clipping.h"
 
 #include <nlohmann/json.hpp>
 

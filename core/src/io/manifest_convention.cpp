@@ -1,6 +1,6 @@
 #include "io/manifest_convention.h"
 
-#include "ttrace/manifest.h"
+#include "ttrace/io/manifest.h"
 
 #include <cmath>
 

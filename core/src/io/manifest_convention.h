@@ -2,8 +2,8 @@
 // The manifest's optional "gradient_convention" section (docs/bundle-format.md). It only names
 // the job's convention in reports, so a malformed one is never fatal: one warning
 // ("manifest-gradient-convention") and the diff goes on without it.
-#include "ttrace/diagnostic.h"
-#include "ttrace/gradient_convention.h"
+#include "ttrace/io/diagnostic.h"
+#include "ttrace/io/gradient_convention.h"
 
 #include <nlohmann/json.hpp>
 

@@ -2,8 +2,8 @@
 // The manifest's optional "environment" section (docs/bundle-format.md). It only feeds the
 // report and the drift verdict, so a malformed one is never fatal: one warning
 // ("manifest-environment") and the bundle reads as one without it.
-#include "ttrace/diagnostic.h"
-#include "ttrace/run_environment.h"
+#include "ttrace/io/diagnostic.h"
+#include "ttrace/io/run_environment.h"
 
 #include <nlohmann/json.hpp>
 

@@ -2,7 +2,7 @@
 // Typed reading of manifest.json fields: a field of the wrong type or range becomes one
 // "manifest-field" diagnostic naming the field, never an nlohmann exception or a silent
 // conversion (1e300 read as an int gave -2147483648).
-#include "ttrace/diagnostic.h"
+#include "ttrace/io/diagnostic.h"
 
 #include <nlohmann/json.hpp>
 

@@ -2,8 +2,8 @@
 // The manifest's "optimizer" section (docs/bundle-format.md). The section only refines
 // optimizer-step tolerances, so a malformed one is never fatal: it becomes one warning
 // ("manifest-optimizer") and the diff goes on without it.
-#include "ttrace/diagnostic.h"
-#include "ttrace/optimizer_config.h"
+#include "ttrace/io/diagnostic.h"
+#include "ttrace/io/optimizer_config.h"
 
 #include <nlohmann/json.hpp>
 

@@ -2,8 +2,8 @@
 // The manifest's optional "start" section (docs/bundle-format.md): the checkpoint a run
 // resumed from. It only feeds a pair check, so a malformed one is never fatal: one warning
 // ("manifest-start") and the bundle reads as a fresh start.
-#include "ttrace/diagnostic.h"
-#include "ttrace/manifest.h"
+#include "ttrace/io/diagnostic.h"
+#include "ttrace/io/manifest.h"
 
 #include <nlohmann/json.hpp>
 

@@ -1,4 +1,4 @@
-#include "ttrace/optimizer_config.h"
+#include "ttrace/io/optimizer_config.h"
 
 #include <algorithm>
 

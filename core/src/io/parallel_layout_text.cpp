@@ -1,4 +1,4 @@
-#include "ttrace/parallel_layout_text.h"
+#include "ttrace/io/parallel_layout_text.h"
 
 #include <algorithm>
 #include <array>

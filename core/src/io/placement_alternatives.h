@@ -3,8 +3,8 @@
 // of the placements capture could not exclude for an inferred layout, each by the placement
 // attributes' own names plus its `label`. Every alternative is checked like the dataset's own
 // placement, against the same local shape.
-#include "ttrace/placement_attributes.h"
-#include "ttrace/shard.h"
+#include "ttrace/io/placement_attributes.h"
+#include "ttrace/io/shard.h"
 
 #include <optional>
 #include <string>

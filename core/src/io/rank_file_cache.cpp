@@ -1,6 +1,6 @@
 #include "io/rank_file_cache.h"
 
-#include "compare/cache_files.h"
+#include "io/cache_files.h"
 #include "io/index_wire.h"
 #include "io/unique_fd.h"
 

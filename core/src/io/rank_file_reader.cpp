@@ -2,8 +2,8 @@
 
 #include "io/unique_fd.h"
 
-#include "ttrace/bundle_error.h"
-#include "ttrace/checked_math.h"
+#include "ttrace/io/bundle_error.h"
+#include "ttrace/io/checked_math.h"
 
 #include <cerrno>
 #include <cstring>

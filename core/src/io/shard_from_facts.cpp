@@ -2,8 +2,8 @@
 
 #include "io/placement_alternatives.h"
 #include "io/storage_check.h"
-#include "ttrace/checked_math.h"
-#include "ttrace/placement_attributes.h"
+#include "ttrace/io/checked_math.h"
+#include "ttrace/io/placement_attributes.h"
 
 #include <utility>
 

@@ -3,9 +3,9 @@
 // run on the open HDF5 dataset: dtype against storage type, identity, stored shape against the
 // bytes really in the file, placement.
 #include "io/rank_facts.h"
-#include "ttrace/diagnostic_code.h"
-#include "ttrace/shard.h"
-#include "ttrace/tensor_id.h"
+#include "ttrace/io/diagnostic_code.h"
+#include "ttrace/io/shard.h"
+#include "ttrace/io/tensor_id.h"
 
 #include <optional>
 #include <string>

@@ -1,11 +1,11 @@
 #pragma once
 // Indexing of one rank file: root attribute checks and one ShardRef per tensor dataset.
 #include "io/shard_from_facts.h"
-#include "ttrace/diagnostic.h"
-#include "ttrace/dtype.h"
-#include "ttrace/manifest.h"
-#include "ttrace/shard.h"
-#include "ttrace/tensor_id.h"
+#include "ttrace/io/diagnostic.h"
+#include "ttrace/io/dtype.h"
+#include "ttrace/io/manifest.h"
+#include "ttrace/io/shard.h"
+#include "ttrace/io/tensor_id.h"
 
 #include <hdf5.h>
 

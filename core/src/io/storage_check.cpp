@@ -1,6 +1,6 @@
 #include "io/storage_check.h"
 
-#include "ttrace/checked_math.h"
+#include "ttrace/io/checked_math.h"
 
 namespace ttrace {
 namespace {

@@ -1,6 +1,6 @@
-#include "ttrace/tensor_id.h"
+#include "ttrace/io/tensor_id.h"
 
-#include "ttrace/name_table.h"
+#include "ttrace/io/name_table.h"
 
 #include <array>
 #include <utility>

@@ -1,6 +1,6 @@
 #include "box_geometry.h"
 
-#include "ttrace/checked_math.h"
+#include "ttrace/io/checked_math.h"
 
 #include <algorithm>
 #include <utility>

@@ -6,7 +6,7 @@
 //   - boxes repeated identically on several ranks are replicas, whose values are compared;
 //   - boxes that partly overlap, leave a gap, or reach outside the tensor are errors that
 //     name the tensor and the ranks.
-#include "ttrace/placement.h"
+#include "ttrace/io/placement.h"
 
 #include <cstdint>
 #include <optional>

@@ -4,10 +4,10 @@
 // stored dtype. No zero-fill, no decoded copy per shard, no ownership map. Private to core.
 #include "merge/byte_buffer.h"
 
-#include "ttrace/bundle.h"
-#include "ttrace/dtype.h"
-#include "ttrace/merge.h"
-#include "ttrace/tensor_id.h"
+#include "ttrace/io/bundle.h"
+#include "ttrace/io/dtype.h"
+#include "ttrace/io/tensor_id.h"
+#include "ttrace/merge/merge.h"
 
 #include <optional>
 #include <vector>

@@ -1,9 +1,9 @@
-#include "ttrace/merge.h"
+#include "ttrace/merge/merge.h"
 
 #include "box_geometry.h"
 #include "merge/direct_merge.h"
 
-#include "ttrace/bundle_error.h"
+#include "ttrace/io/bundle_error.h"
 
 #include <tbb/blocked_range.h>
 #include <tbb/enumerable_thread_specific.h>

@@ -1,6 +1,6 @@
 #include "ttrace/replay/localize_report.h"
 
-#include "ttrace/report_markdown.h"
+#include "ttrace/report/report_markdown.h"
 
 #include <algorithm>
 #include <sstream>

@@ -1,7 +1,7 @@
 #include "ttrace/replay/localize_walk.h"
 
+#include "ttrace/io/time_place.h"
 #include "ttrace/replay/divergence_entry.h"
-#include "ttrace/time_place.h"
 
 #include <algorithm>
 #include <chrono>

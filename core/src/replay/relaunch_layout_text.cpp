@@ -1,6 +1,6 @@
 #include "ttrace/replay/relaunch_layout_text.h"
 
-#include "ttrace/parallel_layout_text.h"
+#include "ttrace/io/parallel_layout_text.h"
 
 namespace ttrace::replay {
 namespace {

@@ -1,6 +1,6 @@
 // The `replay` reply body: one entry per returned shard, each checked against its payload.
 #include "reply_header_json.h"
-#include "ttrace/placement_attributes.h"
+#include "ttrace/io/placement_attributes.h"
 
 #include <set>
 

@@ -1,7 +1,7 @@
 #include "ttrace/replay/replay_judge.h"
 
 #include "compare/reference_view.h"
-#include "ttrace/verdict.h"
+#include "ttrace/compare/verdict.h"
 
 #include <algorithm>
 

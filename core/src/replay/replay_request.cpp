@@ -1,6 +1,6 @@
 #include "ttrace/replay/replay_request.h"
 
-#include "ttrace/name_table.h"
+#include "ttrace/io/name_table.h"
 
 namespace ttrace::replay {
 namespace {

@@ -1,8 +1,8 @@
-#include "ttrace/report_markdown.h"
-#include "ttrace/run_layout.h"
+#include "ttrace/report/report_markdown.h"
+#include "ttrace/compare/run_layout.h"
 
-#include "ttrace/verdict.h"
-#include "ttrace/verdict_text.h"
+#include "ttrace/compare/verdict.h"
+#include "ttrace/report/verdict_text.h"
 
 #include <cmath>
 #include <cstdio>
@@ -92,26 +92,6 @@ void appendInvalid(std::ostringstream& md, const DiffResult& r) {
 }
 
 } // namespace
-
-std::string formatNumber(double value) {
-    if (std::isnan(value)) {
-        return "nan";
-    }
-    if (std::isinf(value)) {
-        return value > 0 ? "inf" : "-inf";
-    }
-    char buf[32];
-    const double a = std::abs(value);
-    if (value == 0.0) {
-        return "0";
-    }
-    if (a >= 0.01 && a < 1e5) {
-        std::snprintf(buf, sizeof buf, "%.3g", value);
-    } else {
-        std::snprintf(buf, sizeof buf, "%.2e", value);
-    }
-    return buf;
-}
 
 namespace {
 

@@ -1,7 +1,7 @@
-#include "ttrace/report_open.h"
+#include "ttrace/report/report_open.h"
 
-#include "report/tensor_json.h"
-#include "ttrace/report_json.h"
+#include "compare/tensor_json.h"
+#include "ttrace/compare/report_json.h"
 
 #include <nlohmann/json.hpp>
 

@@ -1,7 +1,7 @@
-#include "ttrace/verdict_text.h"
+#include "ttrace/report/verdict_text.h"
 
-#include "ttrace/report_markdown.h"
-#include "ttrace/verdict.h"
+#include "ttrace/compare/verdict.h"
+#include "ttrace/report/report_markdown.h"
 
 #include <algorithm>
 #include <sstream>
@@ -43,32 +43,6 @@ std::string unresolvedText(std::size_t count) {
     return std::to_string(count) + (count == 1 ? " tensor's" : " tensors'") +
            " inferred placement is unresolved (more than one layout, or none, fits the "
            "evidence; annotate it to compare it)";
-}
-
-std::string driftText(const DiffSummary& s) {
-    if (s.drift == 0) {
-        return {};
-    }
-    std::ostringstream out;
-    out << s.drift << " tensors that drift (max ratio " << formatNumber(s.driftMaxRatio)
-        << ", within the drift bound of " << formatNumber(s.driftBound)
-        << "x the tolerance) where the kernel or version differs between the manifests, or "
-           "downstream of it";
-    return out.str();
-}
-
-std::string environmentText(const DiffSummary& s) {
-    if (!s.environmentRecorded) {
-        return "not recorded by both captures: no drift allowed";
-    }
-    if (s.environmentChanges.empty()) {
-        return "same versions, devices and kernels: no drift allowed";
-    }
-    std::string out;
-    for (const auto& line : s.environmentChanges) {
-        out += (out.empty() ? "" : "; ") + line;
-    }
-    return out;
 }
 
 std::string verdictLine(const DiffResult& r) {

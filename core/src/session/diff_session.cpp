@@ -1,8 +1,8 @@
-#include "ttrace/diff_session.h"
+#include "ttrace/session/diff_session.h"
 
 #include "compare/diff_pair_steps.h"
-#include "ttrace/cache_fingerprint.h"
-#include "ttrace/diff_cache.h"
+#include "ttrace/compare/cache_fingerprint.h"
+#include "ttrace/compare/diff_cache.h"
 
 namespace ttrace {
 namespace {

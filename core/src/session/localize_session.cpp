@@ -1,6 +1,6 @@
 #include "ttrace/replay/localize_session.h"
 
-#include "ttrace/bundle.h"
+#include "ttrace/io/bundle.h"
 #include "ttrace/replay/agent_judge.h"
 #include "ttrace/replay/localize_walk.h"
 

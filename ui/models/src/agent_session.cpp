@@ -1,6 +1,6 @@
 #include "ttrace/ui/models/agent_session.h"
 
-#include "ttrace/parallel_layout_text.h"
+#include "ttrace/io/parallel_layout_text.h"
 #include "ttrace/replay/relaunch_layout_text.h"
 #include "ttrace/replay/token_file.h"
 #include "ttrace/ui/models/code_changes_text.h"

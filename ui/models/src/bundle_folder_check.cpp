@@ -1,6 +1,6 @@
 #include "ttrace/ui/models/bundle_folder_check.h"
 
-#include "ttrace/manifest.h"
+#include "ttrace/io/manifest.h"
 
 #include <QDir>
 #include <QFileInfo>

@@ -1,6 +1,6 @@
 #include "ttrace/ui/models/layer_filter_proxy.h"
 
-#include "ttrace/diff_result.h"
+#include "ttrace/compare/diff_result.h"
 #include "ttrace/ui/models/roles.h"
 #include "ttrace/ui/models/tensor_columns.h"
 

@@ -1,6 +1,6 @@
 #include "ttrace/ui/models/markdown_report.h"
 
-#include "ttrace/report_markdown.h"
+#include "ttrace/report/report_markdown.h"
 
 #include "ttrace/ui/models/number_format.h"
 #include "ttrace/ui/models/stats_table_model.h"

@@ -1,6 +1,6 @@
 #include "ttrace/ui/models/phase_cells.h"
 
-#include "ttrace/time_place.h"
+#include "ttrace/io/time_place.h"
 #include "ttrace/ui/models/number_format.h"
 #include "ttrace/ui/models/tensor_columns.h"
 

@@ -1,6 +1,6 @@
 #include "ttrace/ui/models/stats_table_model.h"
 
-#include "ttrace/placement.h"
+#include "ttrace/io/placement.h"
 #include "ttrace/ui/models/number_format.h"
 #include "ttrace/ui/models/roles.h"
 

@@ -1,7 +1,7 @@
 #include "ttrace/ui/models/story_headline.h"
 
+#include "ttrace/report/verdict_text.h"
 #include "ttrace/ui/models/tensor_columns.h"
-#include "ttrace/verdict_text.h"
 
 #include <QCoreApplication>
 

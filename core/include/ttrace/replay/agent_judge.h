@@ -2,7 +2,7 @@
 // The production judge of the localize walk: asks the agent to replay a suspect with the
 // reference's nominal and perturbed inputs, waits (on the caller's thread: use a worker), and
 // judges the returned shards against the reference bundle.
-#include "ttrace/bundle.h"
+#include "ttrace/io/bundle.h"
 #include "ttrace/replay/agent_client.h"
 #include "ttrace/replay/localize_walk.h"
 

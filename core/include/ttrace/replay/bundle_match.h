@@ -3,7 +3,7 @@
 // say nothing: each bundle is identified by its capture's id (the manifest's `capture_id`), or,
 // for bundles captured before ids, by the manifest's creation time. A replay by an agent that
 // serves another capture would judge modules with another run's code and inputs.
-#include "ttrace/manifest.h"
+#include "ttrace/io/manifest.h"
 #include "ttrace/replay/agent_info.h"
 
 #include <optional>

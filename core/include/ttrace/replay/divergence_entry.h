@@ -4,7 +4,7 @@
 // root: the forward input the job feeds the first module (its data) and the output gradient
 // the schedule feeds the last one (the loss's, with the schedule's loss scaling). When every
 // replayed module agrees given the reference's inputs, the divergence came in there.
-#include "ttrace/diff_result.h"
+#include "ttrace/compare/diff_result.h"
 #include "ttrace/replay/localize_result.h"
 
 #include <optional>

@@ -1,7 +1,7 @@
 #pragma once
 // What `ttrace localize` found: one verdict per replayed module, in the order judged, and the
 // modules (or the optimizer phase and its parameters) that hold the bug.
-#include "ttrace/diagnostic.h"
+#include "ttrace/io/diagnostic.h"
 #include "ttrace/replay/replay_error.h"
 #include "ttrace/replay/replay_judge.h"
 

@@ -4,7 +4,7 @@
 // words for what went wrong (a reference that cannot be opened, bundles with errors, a
 // cancel). Either the walk from the diff's first divergence in time, or named suspects judged
 // one by one. Runs on the caller's thread and blocks on the agent.
-#include "ttrace/diff_result.h"
+#include "ttrace/compare/diff_result.h"
 #include "ttrace/replay/agent_client.h"
 #include "ttrace/replay/cancel_token.h"
 #include "ttrace/replay/localize_result.h"

@@ -5,7 +5,7 @@
 // inherited, an introduced root is narrowed down to its introduced children, and only the
 // deepest introduced modules are guilty. Pure logic over a DiffResult and a judge callback, so it
 // is tested without an agent.
-#include "ttrace/diff_result.h"
+#include "ttrace/compare/diff_result.h"
 #include "ttrace/replay/localize_result.h"
 
 #include <functional>

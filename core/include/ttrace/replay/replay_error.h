@@ -7,7 +7,7 @@
 #include <utility>
 #include <variant>
 
-#include "ttrace/diagnostic_code.h"
+#include "ttrace/io/diagnostic_code.h"
 
 namespace ttrace::replay {
 

@@ -4,13 +4,13 @@
 // reference's. The tolerance is this module's own round-off in this layout, measured: the
 // spread of the replay when fed the reference's perturbed variants instead of its nominal
 // inputs, through the existing empirical rule (empiricalTolerance).
-#include "ttrace/bundle.h"
-#include "ttrace/diff_result.h"
-#include "ttrace/histogram.h"
-#include "ttrace/merge.h"
-#include "ttrace/metrics.h"
+#include "ttrace/compare/diff_result.h"
+#include "ttrace/compare/histogram.h"
+#include "ttrace/compare/metrics.h"
+#include "ttrace/compare/tolerance.h"
+#include "ttrace/io/bundle.h"
+#include "ttrace/merge/merge.h"
 #include "ttrace/replay/replay_reply.h"
-#include "ttrace/tolerance.h"
 
 #include <functional>
 #include <map>

@@ -1,7 +1,7 @@
 #pragma once
 // A validated `replay` reply: every returned shard with its identity, ready for mergeShards.
-#include "ttrace/merge.h"
-#include "ttrace/tensor_id.h"
+#include "ttrace/io/tensor_id.h"
+#include "ttrace/merge/merge.h"
 
 #include <vector>
 

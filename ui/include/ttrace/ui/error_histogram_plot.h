@@ -2,7 +2,7 @@
 // Histogram of one tensor's element errors |cand - ref| in units of its tolerance, on decade
 // bins (log axis), with exact zeros and non-finite errors in bars of their own. Elements right of
 // the tolerance line are where the bug is.
-#include "ttrace/histogram.h"
+#include "ttrace/compare/histogram.h"
 
 #include <QString>
 #include <QWidget>

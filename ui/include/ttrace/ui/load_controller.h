@@ -2,8 +2,8 @@
 // Loads and compares a pair of bundles in the background: runs a LoadWorker per job on its
 // JobRunner's thread and re-emits what the worker reports as signals on the GUI thread. The
 // runner drops whatever a superseded or ended job still reports.
-#include "ttrace/diff_engine.h"
-#include "ttrace/manifest.h"
+#include "ttrace/compare/diff_engine.h"
+#include "ttrace/io/manifest.h"
 #include "ttrace/ui/models/job_runner.h"
 
 #include <QObject>

@@ -1,9 +1,9 @@
 #pragma once
-// Runs the core's diff session (ttrace/diff_session.h) for the explorer. Lives on the
+// Runs the core's diff session (ttrace/session/diff_session.h) for the explorer. Lives on the
 // LoadController's thread; everything the session reports goes out as signals tagged with the
 // job id, so the controller can drop results of a job that was superseded or cancelled.
-#include "ttrace/diff_engine.h"
-#include "ttrace/manifest.h"
+#include "ttrace/compare/diff_engine.h"
+#include "ttrace/io/manifest.h"
 
 #include <QObject>
 #include <QString>

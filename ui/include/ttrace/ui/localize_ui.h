@@ -3,8 +3,8 @@
 // the Localize (selected module) and Localize All actions, progress and Cancel in the status
 // bar, badges in the tree as verdicts arrive, and the conclusion in the headline. The replays
 // run on the LocalizeController's thread; everything here runs on the GUI thread.
-#include "ttrace/diff_result.h"
-#include "ttrace/manifest.h"
+#include "ttrace/compare/diff_result.h"
+#include "ttrace/io/manifest.h"
 #include "ttrace/replay/agent_info.h"
 #include "ttrace/replay/localize_result.h"
 #include "ttrace/ui/models/agent_target.h"

@@ -2,8 +2,8 @@
 // The explorer's main window: composes the panes (summary bar, problems banner, layer tree,
 // drill-down), owns the menus and the loading controller, and handles opening (dialogs, recent
 // files, drag and drop) and export. The logic lives in the panes and models.
-#include "ttrace/diff_result.h"
-#include "ttrace/report_open.h"
+#include "ttrace/compare/diff_result.h"
+#include "ttrace/report/report_open.h"
 #include "ttrace/ui/models/recent_bundles.h"
 
 #include <QImage>

@@ -4,7 +4,7 @@
 // the tree's heat scale, the run's first divergence outlined and marked; a click selects the
 // tensor where that phase first diverges (or its worst one), as a profiler's timeline jumps to
 // a frame.
-#include "ttrace/diff_result.h"
+#include "ttrace/compare/diff_result.h"
 #include "ttrace/ui/models/color_scale.h"
 #include "ttrace/ui/models/phase_cells.h"
 

@@ -1,7 +1,7 @@
 #pragma once
 // A banner above the panes listing what is wrong with the bundles: every diagnostic the engine
 // reported (which file, which rank, what), errors first. Hidden when there is nothing to say.
-#include "ttrace/diagnostic.h"
+#include "ttrace/io/diagnostic.h"
 
 #include <QFrame>
 #include <QStringList>

@@ -1,8 +1,8 @@
 #pragma once
 // The strip at the top of the window: which bundles are compared (paths, ranks, parallel
 // layout, precision) and the verdict as a coloured pill, so a screenshot is self-explanatory.
-#include "ttrace/diff_result.h"
-#include "ttrace/manifest.h"
+#include "ttrace/compare/diff_result.h"
+#include "ttrace/io/manifest.h"
 
 #include <QFrame>
 

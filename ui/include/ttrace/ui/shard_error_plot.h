@@ -1,7 +1,7 @@
 #pragma once
 // Error of each candidate rank's piece of the selected tensor, in units of the tensor's
 // tolerance: a bug on one rank (a missing all-reduce term, a wrong offset) stands out as one bar.
-#include "ttrace/metrics.h"
+#include "ttrace/compare/metrics.h"
 
 #include <QWidget>
 

@@ -2,7 +2,7 @@
 // The error of a tensor along one dimension: one bar per index (a head, a token, a hidden
 // unit), its slice's relative error in units of the tensor's tolerance, so an error confined to
 // one head or to the tokens of one rank stands out as a few tall bars.
-#include "ttrace/element_errors.h"
+#include "ttrace/compare/element_errors.h"
 
 #include <QWidget>
 

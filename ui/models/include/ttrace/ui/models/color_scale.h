@@ -5,7 +5,7 @@
 // ratio <= 1e-4: grey (no measurable difference), up to ~0.1: green (round-off well inside the
 // tolerance), towards 1: amber (round-off close to the tolerance), > 1: red, darker per decade
 // (a bug). The step at 1 is deliberate: a divergent cell must never look like a clean one.
-#include "ttrace/diff_result.h"
+#include "ttrace/compare/diff_result.h"
 
 #include <QColor>
 

@@ -1,10 +1,10 @@
 #pragma once
-// Runs the element view's engine (ttrace/element_errors.h) off the GUI thread, one job at a
+// Runs the element view's engine (ttrace/compare/element_errors.h) off the GUI thread, one job at a
 // time on its JobRunner's thread: reads one tensor of both bundles through the merge, finds its
 // worst elements and its error along a dimension, and reports progress and the result as
 // signals on the GUI thread. A new job cancels the running one; the runner drops whatever a
 // superseded job still reports.
-#include "ttrace/element_errors.h"
+#include "ttrace/compare/element_errors.h"
 #include "ttrace/ui/models/job_runner.h"
 
 #include <QObject>

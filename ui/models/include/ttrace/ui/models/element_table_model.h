@@ -1,7 +1,7 @@
 #pragma once
 // The element view's table: the worst elements of the inspected tensor, one row each (index,
 // reference, candidate, |error|, element tolerance, error / tolerance), worst first.
-#include "ttrace/element_errors.h"
+#include "ttrace/compare/element_errors.h"
 
 #include <QAbstractTableModel>
 

@@ -2,7 +2,7 @@
 // A background job's cancel flag: the GUI thread cancels, the job's work polls it. Cancelling is
 // cooperative: the work stops at its next check (the core's progress callback, the agent client's
 // next turn), never by killing a thread.
-#include "ttrace/progress.h"
+#include "ttrace/io/progress.h"
 #include "ttrace/replay/cancel_token.h"
 
 #include <atomic>

@@ -8,7 +8,7 @@
 // A kind cell shows the module's own worst tensor of that kind under the step filter; a module
 // without tensors of a kind (or a name-only group such as "layers") shows the worst of its
 // descendants instead, flagged by AggregateRole, so a collapsed branch still shows its heat.
-#include "ttrace/manifest.h"
+#include "ttrace/io/manifest.h"
 #include "ttrace/ui/models/localize_verdicts.h"
 #include "ttrace/ui/models/result_set.h"
 #include "ttrace/ui/models/step_filter.h"

@@ -4,7 +4,7 @@
 // tensor in, core's timePlaceOf), each with the worst ratio in it and the tensor a click jumps
 // to. Gradient clipping is no phase of its own in a bundle: its effect shows in the optimizer
 // step's tensors. The phase timeline strip paints these cells.
-#include "ttrace/diff_result.h"
+#include "ttrace/compare/diff_result.h"
 
 #include <QString>
 

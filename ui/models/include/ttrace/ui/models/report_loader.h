@@ -1,8 +1,8 @@
 #pragma once
-// Opens a diff report without its bundles (ttrace/report_open.h) off the GUI thread, one job at
-// a time: a report of a big pair is hundreds of megabytes of JSON. The result or the failure
+// Opens a diff report without its bundles (ttrace/report/report_open.h) off the GUI thread, one job
+// at a time: a report of a big pair is hundreds of megabytes of JSON. The result or the failure
 // comes back as a queued signal; what a superseded job still reports is dropped.
-#include "ttrace/report_open.h"
+#include "ttrace/report/report_open.h"
 
 #include <QObject>
 #include <QString>

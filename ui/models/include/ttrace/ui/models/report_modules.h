@@ -2,8 +2,8 @@
 // The layer tree's rows for a result opened from a report: with no manifests at hand, the
 // result's own module table (the reference manifest's modules in execution order, plus any
 // module only the tensors name) gives the names, types, order and depths the tree needs.
-#include "ttrace/diff_result.h"
-#include "ttrace/manifest.h"
+#include "ttrace/compare/diff_result.h"
+#include "ttrace/io/manifest.h"
 
 #include <vector>
 

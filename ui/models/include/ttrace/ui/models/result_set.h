@@ -2,7 +2,7 @@
 // The comparison results the explorer shows: tensor results as they stream in from the engine,
 // then the engine's final, immutable DiffResult. Indexed by (module, kind) so the tree model can
 // find a cell's tensors quickly. Qt-free apart from nothing: plain C++ over core types.
-#include "ttrace/diff_result.h"
+#include "ttrace/compare/diff_result.h"
 #include "ttrace/ui/models/step_filter.h"
 
 #include <cstddef>

@@ -2,7 +2,7 @@
 // Property/value table of one compared tensor (error, tolerance and how it was derived, ratio,
 // max abs error, cosine, NaN/Inf, shape, dtype, placement, findings). Holds a copy of the
 // immutable result, so it never dangles when the results are replaced.
-#include "ttrace/diff_result.h"
+#include "ttrace/compare/diff_result.h"
 
 #include <QAbstractTableModel>
 #include <QModelIndexList>

@@ -1,6 +1,6 @@
 #pragma once
 // Which iteration and micro-batch the explorer shows; empty means "worst over all".
-#include "ttrace/tensor_id.h"
+#include "ttrace/io/tensor_id.h"
 
 #include <cstdint>
 #include <optional>

@@ -6,7 +6,7 @@
 //
 // `storyHeadline` reads the core's timeline (`DiffResult::firstDivergence`, the same that leads
 // `ttrace diff`'s text, JSON and Markdown), so the explorer and the CLI agree.
-#include "ttrace/diff_result.h"
+#include "ttrace/compare/diff_result.h"
 
 #include <QList>
 #include <QString>

@@ -1,7 +1,7 @@
 #pragma once
 // Columns of the layer tree: the module name, its worst ratio, then one column per tensor kind
 // in the order a user reads a training step (forward, backward, optimizer).
-#include "ttrace/tensor_id.h"
+#include "ttrace/io/tensor_id.h"
 
 #include <QString>
 

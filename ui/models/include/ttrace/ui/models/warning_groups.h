@@ -2,7 +2,7 @@
 // Problems and warnings of a comparison, grouped by kind (the diagnostic code) and module with
 // counts, so a run where 40 tensors have replicas that disagree shows one line per module and
 // kind instead of 40 raw lines. Bundle-level diagnostics form groups without a module.
-#include "ttrace/diff_result.h"
+#include "ttrace/compare/diff_result.h"
 
 #include <cstddef>
 #include <optional>

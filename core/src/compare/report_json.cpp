@@ -1,0 +1,645 @@
+#include "ttrace/compare/report_json.h"
+
+#include "compare/tensor_json.h"
+#include "compare/timeline.h"
+#include "ttrace/compare/verdict.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <limits>
+
+namespace ttrace {
+namespace {
+
+using nlohmann::json;
+
+// JSON has no infinity: a non-finite number is written as null (an exact comparison that
+// failed, or a NaN/Inf the reference does not have) and read back as +inf.
+json num(double v) {
+    return std::isfinite(v) ? json(v) : json(nullptr);
+}
+double num(const json& j) {
+    return j.is_null() ? std::numeric_limits<double>::infinity() : j.get<double>();
+}
+
+json toJson(const Diagnostic& d) {
+    return {{"severity", d.severity == Severity::Error ? "error" : "warning"},
+            {"code", d.code.name()},
+            {"location", d.location},
+            {"message", d.message}};
+}
+Diagnostic diagnosticFrom(const json& j) {
+    const auto name = j.at("code").get<std::string>();
+    const auto code = parseDiagnosticCode(name);
+    if (!code) {
+        throw std::runtime_error("unknown diagnostic code '" + name + "'");
+    }
+    return {j.at("severity") == "error" ? Severity::Error : Severity::Warning, *code,
+            j.at("location"), j.at("message")};
+}
+json toJson(const Diagnostics& ds) {
+    json a = json::array();
+    for (const auto& d : ds) {
+        a.push_back(toJson(d));
+    }
+    return a;
+}
+Diagnostics diagnosticsFrom(const json& j) {
+    Diagnostics out;
+    for (const auto& d : j) {
+        out.push_back(diagnosticFrom(d));
+    }
+    return out;
+}
+
+json toJson(const ShapeSignature& s) {
+    return {{"kind", signatureKindName(s.kind)},
+            {"summary", s.summary},
+            {"evidence", s.evidence},
+            {"factor", num(s.factor)},
+            {"residual", num(s.residual)},
+            {"ranks", s.ranks},
+            {"indices", s.indices}};
+}
+
+ShapeSignature signatureFrom(const json& j) {
+    ShapeSignature s;
+    if (const auto kind = parseSignatureKind(j.at("kind").get<std::string>())) {
+        s.kind = *kind;
+    }
+    s.summary = j.at("summary");
+    s.evidence = j.at("evidence");
+    s.factor = num(j.at("factor"));
+    s.residual = j.contains("residual") ? num(j.at("residual")) : 0.0;
+    s.ranks = j.at("ranks").get<std::vector<int>>();
+    s.indices = j.at("indices").get<std::vector<std::int64_t>>();
+    return s;
+}
+
+json toJson(const InvalidReason& w) {
+    if (w.empty()) {
+        return nullptr;
+    }
+    return {{"reference_shape", w.referenceShape},   {"candidate_shape", w.candidateShape},
+            {"candidate_layout", w.candidateLayout}, {"layout_note", w.layoutNote},
+            {"annotate_hint", w.annotateHint},       {"text", w.toString()}};
+}
+
+InvalidReason invalidFrom(const json& j) {
+    InvalidReason w;
+    if (j.is_object()) {
+        w.referenceShape = j.at("reference_shape");
+        w.candidateShape = j.at("candidate_shape");
+        w.candidateLayout = j.at("candidate_layout");
+        w.layoutNote = j.at("layout_note");
+        w.annotateHint = j.at("annotate_hint");
+    }
+    return w;
+}
+
+// How an inferred placement was settled; null when the capture recorded no alternatives.
+json resolutionJson(const PlacementResolution& p) {
+    if (p.empty() && p.excluded.empty()) {
+        return nullptr;
+    }
+    return {{"hypothesis", p.hypothesis},
+            {"chosen", p.chosen.empty() ? json(nullptr) : json(p.chosen)},
+            {"alternatives", p.alternatives},
+            {"excluded", p.excluded},
+            {"text", p.toString()}};
+}
+
+PlacementResolution resolutionFrom(const json& j) {
+    PlacementResolution p;
+    p.hypothesis = j.value("hypothesis", std::string());
+    if (j.contains("chosen") && j.at("chosen").is_string()) {
+        p.chosen = j.at("chosen");
+    }
+    p.alternatives = j.value("alternatives", std::vector<std::string>{});
+    p.excluded = j.value("excluded", std::vector<std::string>{});
+    return p;
+}
+
+// Shape diagnosis, bug-class hint and invalid reason (absent in documents of older builds).
+json findingsJson(const TensorResult& t) {
+    json sigs = json::array();
+    for (const auto& s : t.signatures) {
+        sigs.push_back(toJson(s));
+    }
+    json hint = t.hint.text.empty() ? json(nullptr)
+                                    : json{{"bug_class", t.hint.bugClass}, {"text", t.hint.text}};
+    return {{"diagnosis", sigs},
+            {"hint", hint},
+            {"invalid_reason", toJson(t.invalid)},
+            {"structure", structuralChangeName(t.structure)},
+            {"placement_resolution", resolutionJson(t.resolution)}};
+}
+
+void readFindings(const json& j, TensorResult& t) {
+    for (const auto& s : j.value("diagnosis", json::array())) {
+        t.signatures.push_back(signatureFrom(s));
+    }
+    if (j.contains("hint") && j.at("hint").is_object()) {
+        t.hint = {j.at("hint").at("bug_class"), j.at("hint").at("text")};
+    }
+    if (j.contains("placement_resolution") && j.at("placement_resolution").is_object()) {
+        t.resolution = resolutionFrom(j.at("placement_resolution"));
+    }
+    if (j.contains("invalid_reason")) {
+        t.invalid = invalidFrom(j.at("invalid_reason"));
+    }
+    if (j.contains("structure")) {
+        t.structure =
+            parseStructuralChange(j.at("structure").get<std::string>()).value_or(t.structure);
+    }
+}
+
+json topElementsJson(const std::vector<ElementDetail>& elements) {
+    json out = json::array();
+    for (const auto& e : elements) {
+        out.push_back({{"index", e.index},
+                       {"error", num(e.error)},
+                       {"tolerance", num(e.tolerance)},
+                       {"conditioning", num(e.conditioning)}});
+    }
+    return out;
+}
+
+void readConditioning(const json& j, TensorResult& t) {
+    auto& c = t.conditioning;
+    const auto& tol = j.at("tolerance_detail");
+    c.relative = tol.contains("conditioning") ? num(tol.at("conditioning")) : 0.0;
+    c.conditionedError =
+        j.contains("conditioned_error") ? num(j.at("conditioned_error")) : t.metrics.relError;
+    c.illConditioned = j.value("ill_conditioned_elements", std::int64_t{0});
+    for (const auto& e : j.value("top_elements", json::array())) {
+        c.topElements.push_back(
+            {e.at("index"), num(e.at("error")), num(e.at("tolerance")), num(e.at("conditioning"))});
+    }
+}
+
+// A tensor's "provisional" reason; None when absent, null or not one this build knows.
+Provisional readProvisional(const json& j) {
+    const auto it = j.find("provisional");
+    if (it == j.end() || !it->is_string()) {
+        return Provisional::None;
+    }
+    return parseProvisional(it->get<std::string>()).value_or(Provisional::None);
+}
+
+json toJson(const TensorResult& t) {
+    const auto& m = t.metrics;
+    json shards = json::array();
+    for (const auto& s : m.shards) {
+        shards.push_back(
+            {{"rank", s.rank}, {"elements", s.elements}, {"rel_error", num(s.relError)}});
+    }
+    const auto& tol = t.tolerance;
+    return {
+        {"id",
+         {{"variant", t.id.variant},
+          {"iteration", t.id.iteration},
+          {"micro_batch", t.id.microBatch},
+          {"module", t.id.module},
+          {"kind", tensorKindName(t.id.kind)},
+          {"index", t.id.index}}},
+        {"label", t.id.label()},
+        {"shape", t.shape},
+        {"dtype", dtypeName(t.dtype)},
+        {"placement", t.placement},
+        {"placement_source", t.placementSource == PlacementSource::Unknown
+                                 ? json(nullptr)
+                                 : json(placementSourceName(t.placementSource))},
+        {"status", statusName(t.status)},
+        {"ratio", num(t.ratio)},
+        {"error", num(m.relError)},
+        {"tolerance", num(tol.value)},
+        {"provisional", tol.provisional == Provisional::None
+                            ? json(nullptr)
+                            : json(provisionalName(tol.provisional))},
+        {"metrics",
+         {{"rel_error", num(m.relError)},
+          {"max_abs_error", num(m.maxAbsError)},
+          {"cosine", num(m.cosine)},
+          {"ref_norm", num(m.refNorm)},
+          {"cand_norm", num(m.candNorm)},
+          {"elements", m.elements},
+          {"ref_nan", m.refNaN},
+          {"ref_inf", m.refInf},
+          {"cand_nan", m.candNaN},
+          {"cand_inf", m.candInf},
+          {"non_finite_mismatch", m.nonFiniteMismatch},
+          {"shards", shards}}},
+        {"tolerance_detail",
+         {{"value", num(tol.value)},
+          {"source", tol.source.name()},
+          {"analytic", num(tol.analytic)},
+          {"empirical", tol.empirical ? num(*tol.empirical) : json(nullptr)},
+          {"floor_mean", num(tol.floorMean)},
+          {"floor_spread", num(tol.floorSpread)},
+          {"carried_floor_mean", num(tol.carriedMean)},
+          {"perturbed_samples", tol.perturbedSamples},
+          {"depth", tol.depth},
+          {"eps", tol.eps},
+          {"reduction_length", num(tol.reductionLength)},
+          {"storage_roundings", num(tol.storageRoundings)},
+          {"carried_parameter_error", num(tol.carriedParameterError)},
+          {"conditioning", num(t.conditioning.relative)}}},
+        {"conditioned_error", num(t.conditioning.conditionedError)},
+        {"ill_conditioned_elements", t.conditioning.illConditioned},
+        {"top_elements", topElementsJson(t.conditioning.topElements)},
+        {"histogram",
+         {{"edges", t.histogram.edges},
+          {"counts", t.histogram.counts},
+          {"exact_zero", t.histogram.exactZero},
+          {"non_finite", t.histogram.nonFinite}}},
+        {"findings", toJson(t.findings)},
+    };
+}
+
+json tensorJson(const TensorResult& t) {
+    json j = toJson(t);
+    j.update(findingsJson(t));
+    return j;
+}
+
+Status statusFrom(const std::string& s) {
+    if (const auto status = parseStatus(s)) {
+        return *status;
+    }
+    throw std::runtime_error("unknown status '" + s + "'");
+}
+
+TensorResult tensorFrom(const json& j) {
+    TensorResult t;
+    const auto& id = j.at("id");
+    t.id.variant = id.at("variant");
+    t.id.iteration = id.at("iteration");
+    t.id.microBatch = id.at("micro_batch");
+    t.id.module = id.at("module");
+    const auto kind = parseTensorKind(id.at("kind").get<std::string>());
+    if (!kind) {
+        throw std::runtime_error("unknown kind");
+    }
+    t.id.kind = *kind;
+    t.id.index = id.at("index");
+    t.shape = j.at("shape").get<Shape>();
+    const auto dtype = parseDType(j.at("dtype").get<std::string>());
+    if (!dtype) {
+        throw std::runtime_error("unknown dtype");
+    }
+    t.dtype = *dtype;
+    t.placement = j.at("placement");
+    if (const auto it = j.find("placement_source"); it != j.end() && it->is_string()) {
+        t.placementSource = parsePlacementSource(it->get<std::string>());
+    }
+    t.status = statusFrom(j.at("status"));
+    t.ratio = num(j.at("ratio"));
+    const auto& m = j.at("metrics");
+    t.metrics.relError = num(m.at("rel_error"));
+    t.metrics.maxAbsError = num(m.at("max_abs_error"));
+    t.metrics.cosine = num(m.at("cosine"));
+    t.metrics.refNorm = num(m.at("ref_norm"));
+    t.metrics.candNorm = num(m.at("cand_norm"));
+    t.metrics.elements = m.at("elements");
+    t.metrics.refNaN = m.at("ref_nan");
+    t.metrics.refInf = m.at("ref_inf");
+    t.metrics.candNaN = m.at("cand_nan");
+    t.metrics.candInf = m.at("cand_inf");
+    t.metrics.nonFiniteMismatch = m.at("non_finite_mismatch");
+    for (const auto& s : m.at("shards")) {
+        t.metrics.shards.push_back({s.at("rank"), s.at("elements"), num(s.at("rel_error"))});
+    }
+    const auto& tol = j.at("tolerance_detail");
+    t.tolerance.value = num(tol.at("value"));
+    const auto source = tol.at("source").get<std::string>();
+    const auto parsed = kToleranceSourceNames.parse(source);
+    if (!parsed) {
+        throw std::runtime_error("unknown tolerance source '" + source + "'");
+    }
+    t.tolerance.source = *parsed;
+    t.tolerance.analytic = num(tol.at("analytic"));
+    if (!tol.at("empirical").is_null()) {
+        t.tolerance.empirical = tol.at("empirical").get<double>();
+    }
+    t.tolerance.floorMean = num(tol.at("floor_mean"));
+    t.tolerance.floorSpread = num(tol.at("floor_spread"));
+    t.tolerance.carriedMean = tol.value("carried_floor_mean", 0.0);
+    t.tolerance.perturbedSamples = tol.at("perturbed_samples");
+    t.tolerance.depth = tol.at("depth");
+    t.tolerance.eps = tol.at("eps");
+    t.tolerance.reductionLength = tol.value("reduction_length", 0.0);
+    t.tolerance.storageRoundings = tol.value("storage_roundings", 0.0);
+    t.tolerance.carriedParameterError = tol.value("carried_parameter_error", 0.0);
+    t.tolerance.provisional = readProvisional(j);
+    readConditioning(j, t);
+    const auto& h = j.at("histogram");
+    t.histogram.edges = h.at("edges").get<std::vector<double>>();
+    t.histogram.counts = h.at("counts").get<std::vector<std::int64_t>>();
+    t.histogram.exactZero = h.at("exact_zero");
+    t.histogram.nonFinite = h.at("non_finite");
+    t.findings = diagnosticsFrom(j.at("findings"));
+    readFindings(j, t);
+    return t;
+}
+
+json toJson(const ModuleResult& m) {
+    return {{"name", m.name},
+            {"type", m.type},
+            {"order", m.order},
+            {"depth", m.depth},
+            {"status", statusName(m.status)},
+            {"origin", originName(m.origin)},
+            {"max_ratio", num(m.maxRatio)},
+            {"input_ratio", num(m.inputRatio)},
+            {"output_ratio", num(m.outputRatio)},
+            {"tensors", m.tensors}};
+}
+
+ModuleResult moduleFrom(const json& j) {
+    ModuleResult m;
+    m.name = j.at("name");
+    m.type = j.at("type");
+    m.order = j.at("order");
+    m.depth = j.at("depth");
+    m.status = statusFrom(j.at("status"));
+    if (const auto origin = parseOrigin(j.at("origin").get<std::string>())) {
+        m.origin = *origin;
+    }
+    m.maxRatio = num(j.at("max_ratio"));
+    m.inputRatio = num(j.at("input_ratio"));
+    m.outputRatio = num(j.at("output_ratio"));
+    m.tensors = j.at("tensors").get<std::vector<std::size_t>>();
+    return m;
+}
+
+json optionalName(const std::optional<std::string>& s) {
+    return s ? json(*s) : json(nullptr);
+}
+
+// The first divergence on the timeline (docs/diff-json.md, "Timeline"), plus the first
+// forward and backward divergences by module.
+json firstDivergenceJson(const DiffResult& r) {
+    json j = {{"forward", optionalName(r.firstForwardDivergence)},
+              {"backward", optionalName(r.firstBackwardDivergence)}};
+    j["earlier_uncompared"] = r.earlierUncompared ? json{{"tensor", *r.earlierUncompared},
+                                                         {"text", earlierUncomparedText(r)}}
+                                                  : json(nullptr);
+    if (!r.firstDivergence) {
+        for (const char* key : {"iteration", "phase", "micro_batch", "module", "kind", "ranks",
+                                "tensor", "also_in_phase"}) {
+            j[key] = nullptr;
+        }
+        return j;
+    }
+    const auto& f = *r.firstDivergence;
+    j["iteration"] = f.iteration;
+    j["phase"] = phaseName(f.phase);
+    j["micro_batch"] = f.microBatch;
+    j["module"] = f.module;
+    j["kind"] = tensorKindName(f.kind);
+    j["ranks"] = f.ranks;
+    j["tensor"] = f.tensor;
+    j["also_in_phase"] = f.alsoInPhase;
+    return j;
+}
+
+json conventionJson(const std::optional<ConventionMismatch>& c) {
+    if (!c) {
+        return nullptr;
+    }
+    return {{"factor", num(c->factor)},
+            {"factor_name", c->factorName},
+            {"tensors", c->tensors},
+            {"declared", c->declared},
+            {"text", c->toString()}};
+}
+
+std::optional<ConventionMismatch> conventionFrom(const json& doc) {
+    if (!doc.contains("convention_mismatch") || !doc.at("convention_mismatch").is_object()) {
+        return std::nullopt;
+    }
+    const auto& j = doc.at("convention_mismatch");
+    return ConventionMismatch{num(j.at("factor")), j.at("factor_name"), j.at("tensors"),
+                              j.at("declared")};
+}
+
+json clippingJson(const std::vector<ClipComparison>& steps) {
+    json out = json::array();
+    for (const auto& c : steps) {
+        out.push_back({{"iteration", c.iteration},
+                       {"reference_norm", num(c.referenceNorm)},
+                       {"candidate_norm", num(c.candidateNorm)},
+                       {"factor", num(c.factor)},
+                       {"reference_norm_error", num(c.referenceNormError)},
+                       {"candidate_norm_error", num(c.candidateNormError)},
+                       {"consistent", c.consistent},
+                       {"moved", c.moved},
+                       {"text", c.toString()}});
+    }
+    return out;
+}
+
+std::vector<ClipComparison> clippingFrom(const json& doc) {
+    std::vector<ClipComparison> out;
+    if (!doc.contains("clipping") || !doc.at("clipping").is_array()) {
+        return out;
+    }
+    for (const auto& j : doc.at("clipping")) {
+        ClipComparison c;
+        c.iteration = j.at("iteration");
+        c.referenceNorm = num(j.at("reference_norm"));
+        c.candidateNorm = num(j.at("candidate_norm"));
+        c.factor = num(j.at("factor"));
+        c.referenceNormError = num(j.at("reference_norm_error"));
+        c.candidateNormError = num(j.at("candidate_norm_error"));
+        c.consistent = j.at("consistent");
+        c.moved = j.at("moved");
+        out.push_back(c);
+    }
+    return out;
+}
+
+// A module's tensor list and the convention's count point into `tensors`; a file that says
+// otherwise would send every reader past the end of the vector.
+std::optional<std::string> outOfRangeIndex(const DiffResult& r) {
+    for (const auto& m : r.modules) {
+        for (const auto i : m.tensors) {
+            if (i >= r.tensors.size()) {
+                return "module '" + m.name + "' names tensor " + std::to_string(i) + " of " +
+                       std::to_string(r.tensors.size());
+            }
+        }
+    }
+    for (const auto& t : r.tensors) {
+        if (!t.histogram.counts.empty() &&
+            t.histogram.edges.size() + 1 < t.histogram.counts.size()) {
+            return "tensor '" + t.id.module + "' has a histogram of " +
+                   std::to_string(t.histogram.counts.size()) + " bins and " +
+                   std::to_string(t.histogram.edges.size()) + " edges";
+        }
+        for (const auto d : t.shape) {
+            if (d < 0) {
+                return "tensor '" + t.id.module + "' has a negative dimension";
+            }
+        }
+    }
+    return std::nullopt;
+}
+
+} // namespace
+
+std::string diffResultToJson(const DiffResult& r, bool pretty) {
+    const auto& s = r.summary;
+    json doc = {
+        {"schema", kDiffJsonSchema},
+        {"schema_version", kDiffJsonVersion},
+        {"summary",
+         {{"reference", s.referenceDir},
+          {"candidate", s.candidateDir},
+          {"precision", s.precision},
+          {"reference_ranks", s.referenceRanks},
+          {"candidate_ranks", s.candidateRanks},
+          {"reference_layout", s.referenceLayout},
+          {"candidate_layout", s.candidateLayout},
+          {"reference_role", s.referenceRole},
+          {"compared", s.compared},
+          {"divergent", s.divergent},
+          {"missing", s.missing},
+          {"invalid", s.invalid},
+          {"structural", s.structural},
+          {"unresolved", s.unresolved},
+          {"perturbed_variants", s.perturbedVariants},
+          {"max_ratio", num(s.maxRatio)},
+          {"provisional", s.provisional},
+          {"provisional_over_bound", s.provisionalOverBound},
+          {"provisional_max_ratio", num(s.provisionalMaxRatio)},
+          {"clean", s.clean},
+          {"drift", s.drift},
+          {"drift_max_ratio", num(s.driftMaxRatio)},
+          {"drift_bound", num(s.driftBound)},
+          {"environment_recorded", s.environmentRecorded},
+          {"environment_changes", s.environmentChanges},
+          {"gradient_convention",
+           s.gradientConvention.empty() ? json(nullptr) : json(s.gradientConvention)},
+          {"verdict", runVerdictName(runVerdict(r))},
+          {"exit_code", exitCodeFor(r)},
+          {"cancelled", r.cancelled}}},
+        {"first_divergence", firstDivergenceJson(r)},
+        {"timeline", r.timeline},
+        {"diagnostics", toJson(r.diagnostics)},
+        {"convention_mismatch", conventionJson(r.convention)},
+        {"clipping", clippingJson(r.clipping)},
+    };
+    json modules = json::array();
+    for (const auto& m : r.modules) {
+        modules.push_back(toJson(m));
+    }
+    doc["modules"] = std::move(modules);
+    json tensors = json::array();
+    for (const auto& t : r.tensors) {
+        tensors.push_back(tensorJson(t));
+    }
+    doc["tensors"] = std::move(tensors);
+    // Names come from files: bytes that are not UTF-8 must not abort the writer.
+    return doc.dump(pretty ? 1 : -1, ' ', false, nlohmann::json::error_handler_t::replace) +
+           (pretty ? "\n" : "");
+}
+
+std::optional<DiffResult> diffResultFromJson(std::string_view text, std::string& error) {
+    try {
+        const json doc = json::parse(text);
+        if (!isDiffDocument(doc)) {
+            error =
+                "not a ttrace-diff document of schema version " + std::to_string(kDiffJsonVersion);
+            return std::nullopt;
+        }
+        return diffResultFromDocument(doc, error);
+    } catch (const std::exception& e) {
+        error = e.what();
+        return std::nullopt;
+    }
+}
+
+bool isDiffDocument(const nlohmann::json& doc) {
+    const auto schema = doc.find("schema");
+    const auto version = doc.find("schema_version");
+    return doc.is_object() && schema != doc.end() && version != doc.end() &&
+           *schema == kDiffJsonSchema && *version == kDiffJsonVersion;
+}
+
+std::optional<DiffResult> diffResultFromDocument(const nlohmann::json& doc, std::string& error) {
+    try {
+        DiffResult r;
+        const auto& s = doc.at("summary");
+        r.summary.referenceDir = s.at("reference");
+        r.summary.candidateDir = s.at("candidate");
+        r.summary.precision = s.at("precision");
+        r.summary.referenceRanks = s.at("reference_ranks");
+        r.summary.candidateRanks = s.at("candidate_ranks");
+        r.summary.referenceLayout = s.value("reference_layout", std::string());
+        r.summary.candidateLayout = s.value("candidate_layout", std::string());
+        r.summary.referenceRole = s.value("reference_role", std::string("reference"));
+        r.summary.compared = s.at("compared");
+        r.summary.divergent = s.at("divergent");
+        r.summary.missing = s.at("missing");
+        r.summary.invalid = s.at("invalid");
+        r.summary.structural = s.value("structural", std::size_t{0});
+        r.summary.unresolved = s.value("unresolved", std::size_t{0});
+        r.summary.perturbedVariants = s.at("perturbed_variants");
+        r.summary.maxRatio = num(s.at("max_ratio"));
+        r.summary.provisional = s.value("provisional", std::size_t{0});
+        r.summary.drift = s.value("drift", std::size_t{0});
+        r.summary.driftMaxRatio =
+            s.contains("drift_max_ratio") ? num(s.at("drift_max_ratio")) : 0.0;
+        r.summary.driftBound = s.contains("drift_bound") ? num(s.at("drift_bound")) : 0.0;
+        r.summary.environmentRecorded = s.value("environment_recorded", false);
+        r.summary.environmentChanges = s.value("environment_changes", std::vector<std::string>{});
+        r.summary.provisionalOverBound = s.value("provisional_over_bound", std::size_t{0});
+        r.summary.provisionalMaxRatio =
+            s.contains("provisional_max_ratio") ? num(s.at("provisional_max_ratio")) : 0.0;
+        r.summary.clean = s.at("clean");
+        r.cancelled = s.at("cancelled");
+        if (s.contains("gradient_convention") && s.at("gradient_convention").is_string()) {
+            r.summary.gradientConvention = s.at("gradient_convention");
+        }
+        r.convention = conventionFrom(doc);
+        r.clipping = clippingFrom(doc);
+        const auto& first = doc.at("first_divergence");
+        if (!first.at("forward").is_null()) {
+            r.firstForwardDivergence = first.at("forward").get<std::string>();
+        }
+        if (!first.at("backward").is_null()) {
+            r.firstBackwardDivergence = first.at("backward").get<std::string>();
+        }
+        r.diagnostics = diagnosticsFrom(doc.at("diagnostics"));
+        for (const auto& m : doc.at("modules")) {
+            r.modules.push_back(moduleFrom(m));
+        }
+        for (const auto& t : doc.at("tensors")) {
+            r.tensors.push_back(tensorFrom(t));
+        }
+        // Indices into the tensors come from the file: checked before anything follows them.
+        if (auto bad = outOfRangeIndex(r)) {
+            error = *bad;
+            return std::nullopt;
+        }
+        // The timeline is derived from modules and tensors: rebuilt, not trusted from the file.
+        buildTimeline(r);
+        return r;
+    } catch (const std::exception& e) {
+        error = e.what();
+        return std::nullopt;
+    }
+}
+
+nlohmann::json tensorResultJson(const TensorResult& tensor) {
+    return tensorJson(tensor);
+}
+
+TensorResult tensorResultFromJson(const nlohmann::json& j) {
+    return tensorFrom(j);
+}
+
+} // namespace ttrace

@@ -1,0 +1,424 @@
+#include "ttrace/compare/verdict.h"
+
+#include "compare/timeline.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <set>
+
+namespace ttrace {
+namespace {
+
+// The run's verdict word in the diff JSON (`verdict`) and the CLI's summary.
+constexpr NameTable kRunVerdictNames{RunVerdict::Drift,
+                                     std::array<std::pair<RunVerdict, std::string_view>, 5>{{
+                                         {RunVerdict::Clean, "clean"},
+                                         {RunVerdict::Divergent, "divergent"},
+                                         {RunVerdict::Invalid, "invalid"},
+                                         {RunVerdict::Unresolved, "unresolved"},
+                                         {RunVerdict::Drift, "drift"},
+                                     }}};
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// A module's work in one iteration happens in causal phases (the timeline's phases); each has
+// inputs (what it consumes) and outputs (what it produces). Origin is decided in the first
+// phase whose outputs diverge, in the first iteration where the module diverges at all: later
+// iterations inherit everything through the updated parameters.
+constexpr Phase kPhases[] = {Phase::Forward, Phase::Backward, Phase::GradReduction,
+                             Phase::OptimizerStep};
+
+bool isPhaseOutput(Phase phase, TensorKind k) {
+    return phaseOf(k) == phase && k != TensorKind::ForwardInput && k != TensorKind::Parameter &&
+           k != TensorKind::OutputGrad;
+}
+
+// Inputs a module itself holds (parameters also count for every ancestor module).
+bool isPhaseInput(Phase phase, TensorKind k) {
+    switch (phase) {
+    case Phase::Forward: return k == TensorKind::ForwardInput || k == TensorKind::Parameter;
+    case Phase::Backward:
+        // Backward consumes the output gradient plus the saved activations and weights.
+        return k == TensorKind::OutputGrad || k == TensorKind::ForwardInput ||
+               k == TensorKind::Parameter;
+    case Phase::GradReduction: return k == TensorKind::ParamGrad;
+    case Phase::OptimizerStep: return k == TensorKind::MainGrad || k == TensorKind::Parameter;
+    }
+    return false;
+}
+
+bool isGradient(TensorKind k) {
+    return k == TensorKind::OutputGrad || k == TensorKind::InputGrad ||
+           k == TensorKind::ParamGrad || k == TensorKind::MainGrad;
+}
+
+bool isDescendant(const std::string& child, const std::string& parent) {
+    return isDescendantModule(child, parent);
+}
+
+bool related(const std::string& a, const std::string& b) {
+    return a == b || isDescendant(a, b) || isDescendant(b, a);
+}
+
+bool compared(const TensorResult& t) {
+    return t.status == Status::Clean || t.status == Status::Divergent || t.status == Status::Drift;
+}
+
+// Everything the origin logic needs to know about one compared tensor.
+struct Entry {
+    std::size_t module; // index into result.modules
+    std::int64_t iteration;
+    TensorKind kind;
+    double ratio;
+};
+
+class OriginAnalysis {
+public:
+    explicit OriginAnalysis(const DiffResult& result)
+        : result_(result) {
+        for (const auto& t : result.tensors) {
+            // Drift (drift.h) is no divergence to localize: a module is blamed for, or
+            // inherits, only what is beyond it.
+            const double ratio = t.status == Status::Drift ? std::min(t.ratio, 1.0) : t.ratio;
+            const Entry e{moduleIndex(t.id.module), t.id.iteration, t.id.kind, ratio};
+            (compared(t) ? entries_ : uncompared_).push_back(e);
+        }
+    }
+
+    void classify(ModuleResult& m, std::size_t mi) const {
+        std::int64_t firstIter = std::numeric_limits<std::int64_t>::max();
+        for (const auto& e : entries_) {
+            if (e.module == mi && e.ratio > 1.0) {
+                firstIter = std::min(firstIter, e.iteration);
+            }
+        }
+        if (firstIter == std::numeric_limits<std::int64_t>::max()) {
+            // Clean: show the forward picture over all iterations.
+            m.inputRatio = maxOf(mi, std::nullopt, Phase::Forward, false);
+            m.outputRatio = maxOf(mi, std::nullopt, Phase::Forward, true);
+            m.origin = Origin::None;
+            return;
+        }
+        for (const Phase phase : kPhases) {
+            const double out = maxOf(mi, firstIter, phase, true);
+            if (out <= 1.0) {
+                continue;
+            }
+            m.outputRatio = out;
+            m.inputRatio = inputRatio(mi, firstIter, phase);
+            m.origin = classifyOrigin(m.inputRatio, m.outputRatio);
+            if (phase == Phase::Backward && m.origin == Origin::Inherited &&
+                seedsBackward(mi, firstIter)) {
+                m.origin = Origin::Introduced;
+            }
+            // Neither blamed nor cleared on evidence that could not be compared.
+            if (m.origin != Origin::None && evidenceIncomplete(mi, firstIter, phase)) {
+                m.origin = Origin::Undetermined;
+            }
+            return;
+        }
+        // Only inputs diverge: the divergence arrived from elsewhere.
+        m.inputRatio = maxOf(mi, firstIter, Phase::Forward, false);
+        m.outputRatio = maxOf(mi, firstIter, Phase::Forward, true);
+        m.origin = Origin::Inherited;
+    }
+
+private:
+    std::size_t moduleIndex(const std::string& name) const {
+        for (std::size_t i = 0; i < result_.modules.size(); ++i) {
+            if (result_.modules[i].name == name) {
+                return i;
+            }
+        }
+        return result_.modules.size();
+    }
+
+    const std::string& name(std::size_t mi) const { return result_.modules[mi].name; }
+
+    // Something the module could have consumed up to `phase` of `iter` was not compared
+    // (invalid or missing): its own or its submodules' tensors, the forward of modules that ran
+    // before it, and, backwards, the whole forward (the loss seeds the backward) and the
+    // gradients of modules after it. A missing partial sum looks like a divergence, so such a
+    // module is never said to introduce one.
+    bool evidenceIncomplete(std::size_t mi, std::int64_t iter, Phase phase) const {
+        for (const auto& e : uncompared_) {
+            if (e.iteration != iter || e.module >= result_.modules.size() ||
+                phaseOf(e.kind) > phase) {
+                continue;
+            }
+            const bool own = e.module == mi || isDescendant(name(e.module), name(mi));
+            const bool earlierForward = phaseOf(e.kind) == Phase::Forward &&
+                                        (phase != Phase::Forward || order(e.module) < order(mi));
+            const bool laterBackward = phase == Phase::Backward &&
+                                       phaseOf(e.kind) == Phase::Backward &&
+                                       order(e.module) > order(mi);
+            if (own || (phase <= Phase::Backward && (earlierForward || laterBackward))) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    // The backward's seed is wrong: the module runs last (no module after it has gradients),
+    // its own output gradient diverges and its forward outputs do not. No module produced
+    // that gradient, so the divergence enters here (e.g. a loss scaled by the schedule).
+    bool seedsBackward(std::size_t mi, std::int64_t iter) const {
+        bool ownSeedDiverges = false;
+        for (const auto& e : entries_) {
+            if (e.iteration != iter || e.module >= result_.modules.size()) {
+                continue;
+            }
+            if (e.module == mi && e.kind == TensorKind::OutputGrad) {
+                ownSeedDiverges = ownSeedDiverges || e.ratio > 1.0;
+            } else if (isGradient(e.kind) && order(e.module) > order(mi)) {
+                return false;
+            }
+        }
+        return ownSeedDiverges && maxOf(mi, iter, Phase::Forward, true) <= 1.0;
+    }
+    int order(std::size_t mi) const { return result_.modules[mi].order; }
+
+    double maxOf(std::size_t mi, std::optional<std::int64_t> iter, Phase phase,
+                 bool outputs) const {
+        double worst = 0.0;
+        for (const auto& e : entries_) {
+            if (iter && e.iteration != *iter) {
+                continue;
+            }
+            const bool own = e.module == mi;
+            const bool match = outputs ? own && isPhaseOutput(phase, e.kind)
+                                       : isPhaseInput(phase, e.kind) &&
+                                             (own || (e.kind == TensorKind::Parameter &&
+                                                      e.module < result_.modules.size() &&
+                                                      isDescendant(name(e.module), name(mi))));
+            if (match) {
+                worst = std::max(worst, e.ratio);
+            }
+        }
+        return worst;
+    }
+
+    // Worst ratio among what the phase consumed. When the module's own activation input was
+    // not captured (nested modules usually are not), the nearest evidence stands in: outputs
+    // of unrelated modules that ran before it (forward) or gradients of modules after it
+    // (backward, which runs in reverse order), in the same iteration.
+    double inputRatio(std::size_t mi, std::int64_t iter, Phase phase) const {
+        double worst = maxOf(mi, iter, phase, false);
+        const TensorKind primary =
+            phase == Phase::Forward ? TensorKind::ForwardInput : TensorKind::OutputGrad;
+        bool captured = phase == Phase::GradReduction || phase == Phase::OptimizerStep;
+        for (const auto& e : entries_) {
+            captured = captured || (e.module == mi && e.iteration == iter && e.kind == primary);
+        }
+        if (captured) {
+            return worst;
+        }
+        for (const auto& e : entries_) {
+            if (e.iteration != iter || e.module >= result_.modules.size() ||
+                related(name(e.module), name(mi))) {
+                continue;
+            }
+            const bool before = order(e.module) < order(mi);
+            if (phase == Phase::Forward && before && e.kind == TensorKind::ForwardOutput) {
+                worst = std::max(worst, e.ratio);
+            } else if (phase == Phase::Backward && !before && isGradient(e.kind) &&
+                       e.kind != TensorKind::MainGrad) {
+                worst = std::max(worst, e.ratio);
+            }
+        }
+        if (phase == Phase::Backward) {
+            // Backward also consumes what the module's forward produced.
+            worst = std::max(worst, maxOf(mi, iter, Phase::Forward, true));
+        }
+        return worst;
+    }
+
+    const DiffResult& result_;
+    std::vector<Entry> entries_;
+    std::vector<Entry> uncompared_; // invalid or missing tensors (ratio meaningless)
+};
+
+ModuleResult moduleEntry(const std::string& name, const std::string& type, int order, int depth) {
+    ModuleResult m;
+    m.name = name;
+    m.type = type;
+    m.order = order;
+    m.depth = depth;
+    return m;
+}
+
+} // namespace
+
+double toleranceRatio(double error, double tolerance) {
+    if (error == 0.0) {
+        return 0.0;
+    }
+    if (!(tolerance > 0.0)) {
+        return kInf;
+    }
+    return error / tolerance; // +inf error stays +inf
+}
+
+Status verdictFor(double ratio) {
+    return ratio <= 1.0 ? Status::Clean : Status::Divergent;
+}
+
+Status tensorVerdict(double ratio, const Tolerance& tolerance) {
+    return tolerance.provisional == Provisional::None ? verdictFor(ratio) : Status::Clean;
+}
+
+Origin classifyOrigin(double inputRatio, double outputRatio) {
+    if (outputRatio <= 1.0) {
+        return Origin::None;
+    }
+    if (outputRatio > kIntroducedFactor * inputRatio) {
+        return Origin::Introduced;
+    }
+    return Origin::Inherited;
+}
+
+void assembleVerdicts(DiffResult& result, const std::vector<ModuleInfo>& modules) {
+    // Module table: the manifest's execution order, then any module only the tensors name.
+    result.modules.clear();
+    std::map<std::string, std::size_t> index;
+    for (const auto& info : modules) {
+        if (index.emplace(info.name, result.modules.size()).second) {
+            result.modules.push_back(moduleEntry(info.name, info.type, info.order, info.depth));
+        }
+    }
+    std::set<std::string> extra;
+    for (const auto& t : result.tensors) {
+        if (!index.contains(t.id.module)) {
+            extra.insert(t.id.module);
+        }
+    }
+    int nextOrder = modules.empty() ? 0 : modules.back().order + 1;
+    for (const auto& name : extra) {
+        index.emplace(name, result.modules.size());
+        result.modules.push_back(moduleEntry(name, "", nextOrder++, 0));
+    }
+    std::stable_sort(
+        result.modules.begin(), result.modules.end(),
+        [](const ModuleResult& a, const ModuleResult& b) { return a.order < b.order; });
+    for (std::size_t i = 0; i < result.modules.size(); ++i) {
+        index[result.modules[i].name] = i;
+    }
+
+    std::sort(result.tensors.begin(), result.tensors.end(),
+              [&](const TensorResult& a, const TensorResult& b) {
+                  const auto oa = index.at(a.id.module);
+                  const auto ob = index.at(b.id.module);
+                  return oa != ob ? oa < ob : a.id < b.id;
+              });
+
+    DiffSummary& s = result.summary;
+    s.compared = s.divergent = s.missing = s.invalid = s.structural = s.unresolved = 0;
+    s.provisional = s.provisionalOverBound = s.drift = 0;
+    s.maxRatio = s.provisionalMaxRatio = s.driftMaxRatio = 0.0;
+    for (std::size_t i = 0; i < result.tensors.size(); ++i) {
+        const auto& t = result.tensors[i];
+        auto& m = result.modules[index.at(t.id.module)];
+        m.tensors.push_back(i);
+        switch (t.status) {
+        case Status::Clean:
+        case Status::Divergent:
+        case Status::Drift:
+            ++s.compared;
+            if (t.tolerance.provisional != Provisional::None) {
+                ++s.provisional;
+                s.provisionalOverBound += t.ratio > 1.0 ? 1 : 0;
+                s.provisionalMaxRatio = std::max(s.provisionalMaxRatio, t.ratio);
+                break; // no confident ratio: kept out of the run's and the module's maximum
+            }
+            s.maxRatio = std::max(s.maxRatio, t.ratio);
+            m.maxRatio = std::max(m.maxRatio, t.ratio);
+            s.divergent += t.status == Status::Divergent ? 1 : 0;
+            if (t.status == Status::Drift) {
+                ++s.drift;
+                s.driftMaxRatio = std::max(s.driftMaxRatio, t.ratio);
+            }
+            s.structural += t.structure != StructuralChange::None ? 1 : 0;
+            break;
+        case Status::Missing: ++s.missing; break;
+        case Status::Invalid: ++s.invalid; break;
+        case Status::Unresolved: ++s.unresolved; break;
+        }
+    }
+    // A module is as bad as its worst tensor, in the one severity order.
+    for (auto& m : result.modules) {
+        m.status = Status::Clean;
+        for (const auto i : m.tensors) {
+            if (severity(result.tensors[i].status) > severity(m.status)) {
+                m.status = result.tensors[i].status;
+            }
+        }
+    }
+    const OriginAnalysis analysis(result);
+    for (std::size_t i = 0; i < result.modules.size(); ++i) {
+        analysis.classify(result.modules[i], i);
+    }
+    buildTimeline(result);
+    s.clean = s.divergent == 0 && s.invalid == 0 && s.missing == 0 && s.unresolved == 0 &&
+              !hasErrors(result.diagnostics);
+}
+
+std::vector<std::size_t> worstTensors(const DiffResult& result, std::size_t count) {
+    std::vector<std::size_t> order(result.tensors.size());
+    for (std::size_t i = 0; i < order.size(); ++i) {
+        order[i] = i;
+    }
+    // What cannot be compared comes first (severity order), then the worst ratios.
+    auto key = [&](std::size_t i) {
+        const auto& t = result.tensors[i];
+        const int uncomparable =
+            severity(t.status) > severity(Status::Divergent) ? severity(t.status) : 0;
+        return std::make_pair(uncomparable, t.ratio);
+    };
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::size_t a, std::size_t b) { return key(a) > key(b); });
+    order.resize(std::min(order.size(), count));
+    return order;
+}
+
+} // namespace ttrace
+
+namespace ttrace {
+
+RunVerdict runVerdict(const DiffResult& r) {
+    const auto& s = r.summary;
+    if (r.cancelled || s.invalid > 0 || s.missing > 0 || hasErrors(r.diagnostics) ||
+        (r.tensors.empty() && !s.clean)) {
+        return RunVerdict::Invalid;
+    }
+    if (s.divergent > 0) {
+        return RunVerdict::Divergent;
+    }
+    if (s.drift > 0 && s.unresolved == 0 && s.provisionalOverBound == 0) {
+        return RunVerdict::Drift;
+    }
+    // Not clean, not divergent: placements no evidence settles, or tensors that only a
+    // provisional analytic bound judges and that exceed it (a reference without variants
+    // cannot tell their round-off from a bug).
+    return s.unresolved > 0 || s.provisionalOverBound > 0 ? RunVerdict::Unresolved
+                                                          : RunVerdict::Clean;
+}
+
+std::string_view runVerdictName(RunVerdict verdict) {
+    return kRunVerdictNames.name(verdict);
+}
+
+int exitCodeFor(const DiffResult& result) {
+    switch (runVerdict(result)) {
+    case RunVerdict::Clean: return exitStatus(ExitCode::Ok);
+    // Drift is no bug: a pipeline that gates on the exit status passes a kernel upgrade.
+    case RunVerdict::Drift: return exitStatus(ExitCode::Ok);
+    case RunVerdict::Divergent: return exitStatus(ExitCode::Divergent);
+    case RunVerdict::Invalid: return exitStatus(ExitCode::BadInput);
+    case RunVerdict::Unresolved: return exitStatus(ExitCode::Unresolved);
+    }
+    return exitStatus(ExitCode::BadInput);
+}
+
+} // namespace ttrace
