@@ -113,6 +113,35 @@ private slots:
         tf32.environment->backends["cuda.matmul.allow_tf32"] = "true";
         QVERIFY(environmentDiff(a, tf32).runWide());
     }
+    void threadCountsAreInformationNotAWarning() {
+        // torchrun sets OMP_NUM_THREADS, a single process does not: a correct same-machine
+        // pair differs there, and the report must say so as information only.
+        const auto a = manifest("2.13.0", "attention=einsum");
+        auto threads = manifest("2.13.0", "attention=einsum");
+        threads.environment->env["OMP_NUM_THREADS"] = "1";
+        threads.environment->backends["intra_op_threads"] = "4";
+        const auto t = environmentDiff(a, threads);
+        QCOMPARE(t.changes.size(), std::size_t{2});
+        QVERIFY(!t.mayChangeKernels());
+        auto r = driftingRun(3.0);
+        QCOMPARE(applyDrift(r, t, modules()), std::size_t{0});
+        const auto text = QString::fromStdString(environmentText(r.summary));
+        QVERIFY2(text.startsWith("only settings that cannot change a kernel differ ("),
+                 qPrintable(text));
+        QVERIFY2(text.contains("environment variable OMP_NUM_THREADS: absent (reference) vs 1 "
+                               "(candidate)") &&
+                     text.endsWith("): no drift allowed"),
+                 qPrintable(text));
+        // A kernel switch or a module's own kernel may change kernels: worth a warning.
+        auto tf32 = threads;
+        tf32.environment->backends["cuda.matmul.allow_tf32"] = "true";
+        QVERIFY(environmentDiff(a, tf32).mayChangeKernels());
+        const auto tagged = environmentDiff(a, manifest("2.13.0", "attention=sdpa"));
+        QVERIFY(tagged.mayChangeKernels() && !tagged.runWide());
+        auto tr = driftingRun(3.0);
+        applyDrift(tr, tagged, modules());
+        QVERIFY(!QString::fromStdString(environmentText(tr.summary)).startsWith("only"));
+    }
     void kernelTagAllowsDriftAtItsModuleAndInheritedDownstream() {
         const auto d = environmentDiff(manifest("2.13.0", "attention=einsum"),
                                        manifest("2.13.0", "attention=sdpa"));

@@ -250,7 +250,9 @@ DiffResult finishDiff(const Bundle& reference, const Bundle& candidate, const Di
             DiagnosticCode::KernelDrift, candidate.dir().string(),
             "the environments differ (" + environmentText(result.summary) +
                 "): " + driftText(result.summary) + "; these are not counted as divergent"));
-    } else if (!environment.changes.empty()) {
+    } else if (environment.mayChangeKernels()) {
+        // Differences that cannot change a kernel (thread counts, the python version) stay
+        // in the summary as information: a same-machine pair always has some.
         result.diagnostics.push_back(
             makeWarning(DiagnosticCode::EnvironmentDiffers, candidate.dir().string(),
                         "the environments differ: " + environmentText(result.summary)));

@@ -142,6 +142,10 @@ std::string environmentText(const DiffSummary& s) {
     for (const auto& line : s.environmentChanges) {
         out += (out.empty() ? "" : "; ") + line;
     }
+    // No drift bound: nothing that differs can change a kernel (applyDrift).
+    if (s.driftBound <= 0.0) {
+        return "only settings that cannot change a kernel differ (" + out + "): no drift allowed";
+    }
     return out;
 }
 

@@ -102,6 +102,11 @@ bool EnvironmentDiff::runWide() const {
                        [](const EnvironmentChange& c) { return c.scope == ChangeScope::Run; });
 }
 
+bool EnvironmentDiff::mayChangeKernels() const {
+    return std::any_of(changes.begin(), changes.end(),
+                       [](const EnvironmentChange& c) { return c.scope != ChangeScope::Report; });
+}
+
 std::set<std::string> EnvironmentDiff::changedModules() const {
     std::set<std::string> out;
     for (const auto& c : changes) {

@@ -79,7 +79,9 @@ class DimMap:
                 runs[-1] = (ls, gs, n + 1)
             else:
                 runs.append((local, g, 1))
-        return runs
+        # No indices (an expert no token was routed to on this rank): one empty run, so the
+        # shard is a box of no elements rather than no box at all.
+        return runs or [(0, 0, 0)]
 
 
 def two_chunk_indices(length: int, cp_rank: int, cp_size: int) -> list[int]:

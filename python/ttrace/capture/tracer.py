@@ -45,6 +45,7 @@ from .capture_estimate import CaptureEstimate
 from .capture_state import CaptureState
 from .clip_record import ClipRecorder
 from .close_rendezvous import collective_timeout, wait_for_ranks
+from .expert_token_sets import ExpertTokenSets
 from .compiled_regions import check_roots, inside_regions
 from .environment_record import merge_environments, safe_rank_environment
 from .errors import LoopError, TracerError
@@ -206,6 +207,16 @@ class Tracer:
         self.routing = TokenRouting(self.names, self.inference, self.state)
         self.routing.install()
         self.inference.routing = self.routing
+        # Experts run on each data-parallel rank's own tokens: their rows in the reference.
+        self.expert_rows = ExpertTokenSets(
+            self.names,
+            self.parallel,
+            self.state,
+            capture_id,
+            self.collective_timeout_s,
+            self.routing.rows,
+        )
+        self.expert_rows.install()
         self.opt_hooks = (
             OptimizerHooks(optimizer, self.hooks, self.state, self._after_optimizer_step)
             if optimizer is not None
@@ -457,6 +468,7 @@ class Tracer:
             self.opt_snapshot.remove()  # before opt_hooks: it wraps their wrapper
         self.hooks.remove()
         self.routing.remove()
+        self.expert_rows.remove()
         if self.handoff is not None:
             self.handoff.remove()
         self._resume_inference()

@@ -35,6 +35,10 @@ struct EnvironmentDiff {
     std::vector<EnvironmentChange> changes;
 
     [[nodiscard]] bool runWide() const;
+    // Whether any change may change a kernel (run-wide or a module's): only then may anything
+    // drift, and only then is the difference worth a warning; thread counts and the like
+    // (scope Report) are information.
+    [[nodiscard]] bool mayChangeKernels() const;
     // Modules with a change of their own kernel.
     [[nodiscard]] std::set<std::string> changedModules() const;
     // May `module` drift: a run-wide change, or its own kernel or a submodule's changed (a
