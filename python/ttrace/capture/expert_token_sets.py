@@ -33,8 +33,8 @@ from .expert_groups import expert_groups
 from .layout import Layout
 from .naming import ModuleNames
 from .parallel_info import ParallelInfo
-from .token_rows import TokenRows
 from .token_routing import RowsDecision
+from .token_rows import TokenRows
 
 
 class ExpertTokenSets:

@@ -45,10 +45,10 @@ from .capture_estimate import CaptureEstimate
 from .capture_state import CaptureState
 from .clip_record import ClipRecorder
 from .close_rendezvous import collective_timeout, wait_for_ranks
-from .expert_token_sets import ExpertTokenSets
 from .compiled_regions import check_roots, inside_regions
 from .environment_record import merge_environments, safe_rank_environment
 from .errors import LoopError, TracerError
+from .expert_token_sets import ExpertTokenSets
 from .inference import PlacementInference
 from .layout_note import LayoutNote
 from .module_hooks import ModuleHooks
