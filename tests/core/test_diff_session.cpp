@@ -10,8 +10,11 @@
 #include "bundle_edits.h"
 
 #include <QtTest>
+#include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <mutex>
 #include <string>
@@ -81,6 +84,18 @@ std::string joined(const Events& events) {
         text += (text.empty() ? "" : ", ") + e;
     }
     return text;
+}
+
+// Records `torch` as the torch version in the environment section of `bundle`'s manifest.
+void recordTorch(const fs::path& bundle, const std::string& torch) {
+    const auto path = bundle / "manifest.json";
+    auto manifest = nlohmann::json::parse(std::ifstream(path));
+    manifest["environment"] = {{"versions", {{"torch", torch}}}};
+    std::ofstream(path) << manifest.dump(2);
+}
+
+bool hasCode(const Diagnostics& d, DiagnosticCode code) {
+    return std::any_of(d.begin(), d.end(), [&](const Diagnostic& x) { return x.code == code; });
 }
 
 } // namespace
@@ -188,6 +203,31 @@ private slots:
         QVERIFY(hasErrors(r.problems));
         QVERIFY(result->tensors.empty());
         QVERIFY(!result->summary.clean);
+    }
+    // A verdict note (what differs between the environments, drift) belongs to the result: a
+    // pair reopened from the cache lists it there, never among the problems met opening it.
+    void cachedVerdictNotesAreNoOpeningProblems() {
+        const auto ref = scratch_ / "env-ref";
+        const auto cand = scratch_ / "env-cand";
+        fs::copy(demoDir() / "clean" / "reference", ref, fs::copy_options::recursive);
+        fs::copy(demoDir() / "clean" / "candidate", cand, fs::copy_options::recursive);
+        recordTorch(ref, "2.13.0");
+        recordTorch(cand, "2.14.0");
+        Recorder cold;
+        const auto fresh = runDiffSession(ref, cand, DiffOptions{}, cold);
+        QVERIFY(hasCode(fresh->diagnostics, DiagnosticCode::EnvironmentDiffers));
+        QVERIFY(!hasCode(cold.problems, DiagnosticCode::EnvironmentDiffers));
+        for (const bool provisional : {true, false}) {
+            Recorder cached;
+            cached.provisionalWanted = provisional;
+            const auto result = runDiffSession(ref, cand, DiffOptions{}, cached);
+            QVERIFY2(std::find(cached.events.begin(), cached.events.end(), "provisional") !=
+                             cached.events.end() ||
+                         !provisional,
+                     joined(cached.events).c_str());
+            QVERIFY(hasCode(result->diagnostics, DiagnosticCode::EnvironmentDiffers));
+            QVERIFY(!hasCode(cached.problems, DiagnosticCode::EnvironmentDiffers));
+        }
     }
     void missingBundleIsUnopenedAndFinal() {
         Recorder r;

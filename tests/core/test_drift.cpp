@@ -5,9 +5,14 @@
 #include "ttrace/compare/drift.h"
 #include "ttrace/compare/environment_diff.h"
 #include "ttrace/compare/verdict.h"
+#include "ttrace/io/manifest.h"
+#include "ttrace/io/verdict_notes.h"
 #include "ttrace/report/verdict_text.h"
 
+#include <QTemporaryDir>
 #include <QtTest>
+
+#include <fstream>
 
 using namespace ttrace;
 using ttrace::testing::syntheticTensor;
@@ -50,6 +55,19 @@ DiffResult driftingRun(double attnRatio) {
     };
     assembleVerdicts(r, modules());
     return r;
+}
+
+// A one-rank manifest with `environment` as its environment section (JSON text).
+std::filesystem::path writeManifest(const QTemporaryDir& dir, const std::string& environment) {
+    const std::filesystem::path root = dir.path().toStdString();
+    std::ofstream(root / "manifest.json")
+        << R"({"format": "ttrace-bundle", "format_version": 1, "role": "reference",
+              "variants": ["nominal"], "world_size": 1, "precision": "fp32",
+              "modules": [{"name": "fc", "order": 0, "depth": 1, "type": "Linear"}],
+              "iterations": [0], "micro_batches": 1,
+              "ranks": [{"rank": 0, "file": "rank-00000.h5"}], "environment": )"
+        << environment << "}";
+    return root;
 }
 
 } // namespace
@@ -141,6 +159,54 @@ private slots:
         auto tr = driftingRun(3.0);
         applyDrift(tr, tagged, modules());
         QVERIFY(!QString::fromStdString(environmentText(tr.summary)).startsWith("only"));
+    }
+    void malformedEnvironmentIsOneWarningNamingFileAndField_data() {
+        QTest::addColumn<QString>("environment");
+        QTest::addColumn<QString>("field");
+        QTest::newRow("not an object") << R"("cpu")"
+                                       << "'environment' is not an object";
+        QTest::newRow("versions not an object") << R"({"versions": ["2.13"]})"
+                                                << "'environment.versions' is not an object";
+        QTest::newRow("a version a number") << R"({"versions": {"torch": 2.13}})"
+                                            << "'environment.versions.torch'";
+        QTest::newRow("a switch an array") << R"({"backends": {"cuda.flash_sdp": [true]}})"
+                                           << "'environment.backends.cuda.flash_sdp'";
+        QTest::newRow("devices a string") << R"({"devices": "cpu"})"
+                                          << "'environment.devices' is not an array";
+        QTest::newRow("a device a number") << R"({"devices": ["cpu", 3]})"
+                                           << "'environment.devices[1]' is not a string";
+        QTest::newRow("a kernel without class") << R"({"kernels": {"fc": {"tag": "x"}}})"
+                                                << "'environment.kernels.fc.class'";
+        QTest::newRow("a kernel tag a number")
+            << R"({"kernels": {"fc": {"class": "torch.nn.Linear", "tag": 7}}})"
+            << "'environment.kernels.fc.tag' is not a string";
+    }
+    void malformedEnvironmentIsOneWarningNamingFileAndField() {
+        QFETCH(QString, environment);
+        QFETCH(QString, field);
+        QTemporaryDir dir;
+        const auto root = writeManifest(dir, environment.toStdString());
+        Diagnostics d;
+        const auto m = readManifest(root, d);
+        // The run still opens, compared as one that recorded no environment (no drift).
+        QVERIFY(m.has_value());
+        QVERIFY(!m->environment.has_value());
+        QCOMPARE(d.size(), std::size_t{1});
+        QVERIFY(d[0].code == DiagnosticCode::ManifestEnvironment);
+        QCOMPARE(d[0].severity, Severity::Warning);
+        QVERIFY2(d[0].location == (root / "manifest.json").string(), d[0].location.c_str());
+        QVERIFY2(QString::fromStdString(d[0].message).contains(field), d[0].message.c_str());
+    }
+    void verdictNotesAreNoOpeningProblems() {
+        const Diagnostics found = {
+            makeWarning(DiagnosticCode::ManifestEnvironment, "ref/manifest.json", "malformed"),
+            makeWarning(DiagnosticCode::KernelDrift, "cand", "drift"),
+            makeWarning(DiagnosticCode::EnvironmentDiffers, "cand", "torch"),
+            makeError(DiagnosticCode::Hole, "cand/rank-00001.h5", "hole")};
+        const auto opening = openingProblems(found);
+        QCOMPARE(opening.size(), std::size_t{2});
+        QVERIFY(opening[0].code == DiagnosticCode::ManifestEnvironment);
+        QVERIFY(opening[1].code == DiagnosticCode::Hole);
     }
     void kernelTagAllowsDriftAtItsModuleAndInheritedDownstream() {
         const auto d = environmentDiff(manifest("2.13.0", "attention=einsum"),

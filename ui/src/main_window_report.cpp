@@ -2,6 +2,7 @@
 // `ttrace-mpi diff` on the cluster where the bundles live) shown without its bundles. The same
 // views as for bundles are filled from the report; what needs the bundles' elements (the
 // element view, localize) says why it is unavailable.
+#include "ttrace/io/verdict_notes.h"
 #include "ttrace/ui/drill_down_pane.h"
 #include "ttrace/ui/element_view.h"
 #include "ttrace/ui/headline_bar.h"
@@ -88,8 +89,8 @@ void MainWindow::onReportOpened(const std::shared_ptr<const OpenedReport>& opene
     model_->setModules(modulesOfReport(*result));
     tree_->treeView()->expandToDepth(1);
     // What the bundles' open reported, shown as a verified cached comparison shows it.
-    if (!result->diagnostics.empty()) {
-        onProblems(result->diagnostics, false);
+    if (const auto problems = openingProblems(result->diagnostics); !problems.empty()) {
+        onProblems(problems, false);
     }
     showResult(result);
     updateVerdict();

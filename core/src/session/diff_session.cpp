@@ -3,6 +3,7 @@
 #include "compare/diff_pair_steps.h"
 #include "ttrace/compare/cache_fingerprint.h"
 #include "ttrace/compare/diff_cache.h"
+#include "ttrace/io/verdict_notes.h"
 
 namespace ttrace {
 namespace {
@@ -120,7 +121,7 @@ std::shared_ptr<DiffResult> DiffSession::fromCache() {
             return nullptr;
         }
         if (seen == Seen::Verified) {
-            openedFromManifests(seen_->diagnostics);
+            openedFromManifests(openingProblems(seen_->diagnostics));
             return seen_;
         }
     }
@@ -128,8 +129,9 @@ std::shared_ptr<DiffResult> DiffSession::fromCache() {
     if (!cached) {
         return nullptr;
     }
-    // A hit still tells the front end what it is looking at: the manifests read above.
-    openedFromManifests(cached->diagnostics);
+    // A hit still tells the front end what it is looking at: the manifests read above, and
+    // what opening met (the entry's verdict notes, drift among them, belong to the result).
+    openedFromManifests(openingProblems(cached->diagnostics));
     replayCached(*cached, progressFn(), tensorFn());
     return std::make_shared<DiffResult>(std::move(*cached));
 }

@@ -19,6 +19,7 @@ never merged silently wrong into a clean verdict.
 
 from __future__ import annotations
 
+import logging
 from collections import Counter
 from datetime import timedelta
 from typing import Any
@@ -35,6 +36,8 @@ from .naming import ModuleNames
 from .parallel_info import ParallelInfo
 from .token_routing import RowsDecision
 from .token_rows import TokenRows
+
+log = logging.getLogger("ttrace.capture")
 
 
 class ExpertTokenSets:
@@ -59,7 +62,12 @@ class ExpertTokenSets:
 
     def applies(self) -> bool:
         info = self.info
-        return info.edp > 1 and info.dp_rows == "contiguous" and dist.is_initialized()
+        if info.edp <= 1 or info.dp_rows != "contiguous" or not dist.is_initialized():
+            return False
+        if getattr(dist.distributed_c10d, "_get_default_store", None) is None:
+            log.warning("ttrace: this torch exposes no default store: expert rows are not placed")
+            return False
+        return True
 
     def install(self) -> None:
         if not self.applies():
