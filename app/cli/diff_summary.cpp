@@ -152,6 +152,9 @@ void printDiffSummary(std::ostream& out, const DiffResult& r, std::size_t worstR
     out << "reference  " << s.referenceDir << " (" << sideLayoutText(s, true) << ", "
         << (s.precision.empty() ? "?" : s.precision) << ", " << s.perturbedVariants
         << " perturbed variants)\n";
+    if (const auto note = distributedReferenceNote(s.referenceRanks); !note.empty()) {
+        out << "           " << note << "\n";
+    }
     out << "candidate  " << s.candidateDir << " (" << sideLayoutText(s, false) << ")\n";
     out << "tensors    " << s.compared << " compared, " << s.divergent << " divergent"
         << (s.structural ? " (" + std::to_string(s.structural) + " structural)" : "") << ", "

@@ -136,6 +136,7 @@ def test_correct_candidates_are_clean_against_a_distributed_reference(
     expected = {"cand-tp2dp2": "TP2 x DP2, 4 ranks", "cand-cp2": "CP2, 2 ranks"}[candidate]
     assert s["candidate_layout"] == expected
     assert f"({layout}, fp32, 2 perturbed variants)" in text and f"({expected})" in text
+    assert "a distributed reference: a bug in code both layouts share cannot show" in text
 
 
 def test_demo_bug_is_caught_in_the_same_module_as_with_one_process(
@@ -143,8 +144,9 @@ def test_demo_bug_is_caught_in_the_same_module_as_with_one_process(
 ) -> None:
     first = {}
     for reference in ("ref-single", "ref-tp2", "ref-tp2pp2"):
-        code, report, _ = diff(bundles[reference], bundles["cand-bug"])
+        code, report, text = diff(bundles[reference], bundles["cand-bug"])
         assert code == 1, report["summary"]
+        assert ("both layouts share" in text) == (reference != "ref-single"), text
         fd = report["first_divergence"]
         first[reference] = (fd["module"], fd["kind"], fd["phase"])
     assert first["ref-tp2"] == first["ref-single"] == first["ref-tp2pp2"], first

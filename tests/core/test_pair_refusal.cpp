@@ -130,6 +130,10 @@ private slots:
         const auto markdown = diffResultToMarkdown(r);
         QVERIFY2(markdown.find("captured as a candidate: analytic bound only") != std::string::npos,
                  markdown.c_str());
+        // A 4-rank reference shares the candidate's code: the report says what it cannot show.
+        QVERIFY2(markdown.find("| blind spot | " + distributedReferenceNote(4)) !=
+                     std::string::npos,
+                 markdown.c_str());
     }
 
     void bothLayoutsAreNamedAndRoundTrip() {
@@ -138,6 +142,7 @@ private slots:
                            noCache(), DiffCallbacks{});
         QCOMPARE(r.summary.referenceLayout, std::string("single process"));
         QCOMPARE(r.summary.candidateLayout, std::string("TP2 x DP2, 4 ranks"));
+        QVERIFY(diffResultToMarkdown(r).find("blind spot") == std::string::npos);
         QCOMPARE(r.summary.referenceRole, std::string("reference"));
         std::string error;
         const auto back = diffResultFromJson(diffResultToJson(r), error);

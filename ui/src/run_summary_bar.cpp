@@ -102,7 +102,11 @@ void RunSummaryBar::setBundles(const QString& reference, const QString& candidat
 }
 
 void RunSummaryBar::setManifests(const Manifest& reference, const Manifest& candidate) {
-    reference_->setText(pathLine(tr("Reference"), referencePath_, describe(reference)));
+    QString referenceDetails = describe(reference);
+    if (const auto note = distributedReferenceNote(reference.worldSize); !note.empty()) {
+        referenceDetails += QStringLiteral("  ·  ") + qstr(note);
+    }
+    reference_->setText(pathLine(tr("Reference"), referencePath_, referenceDetails));
     QString details = describe(candidate);
     // A cross-version pair: what differs, in the core's words (the CLI's `environment` line).
     QStringList changes;
@@ -130,9 +134,9 @@ void RunSummaryBar::setReportSides(const DiffSummary& summary, const QString& re
         return parts.join(QStringLiteral("  ·  "));
     };
     reference_->setText(
-        pathLine(tr("Reference"), referencePath_, details(summary.referenceLayout)));
+        pathLine(tr("Reference"), referencePath_, details(sideLayoutText(summary, true))));
     candidate_->setText(
-        pathLine(tr("Candidate"), candidatePath_, details(summary.candidateLayout)));
+        pathLine(tr("Candidate"), candidatePath_, details(sideLayoutText(summary, false))));
     reference_->setToolTip(QDir::toNativeSeparators(referencePath_));
     candidate_->setToolTip(QDir::toNativeSeparators(candidatePath_));
 }

@@ -20,4 +20,9 @@ std::string sideLayoutText(const DiffSummary& summary, bool reference) {
     return text;
 }
 
+std::string distributedReferenceNote(int ranks) {
+    return ranks > 1 ? "a distributed reference: a bug in code both layouts share cannot show"
+                     : std::string();
+}
+
 } // namespace ttrace

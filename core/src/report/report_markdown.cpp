@@ -140,6 +140,9 @@ std::string diffResultToMarkdown(const DiffResult& r, const MarkdownOptions& opt
     md << "| reference | `" << s.referenceDir << "` (" << sideLayoutText(s, true) << ", "
        << s.perturbedVariants << " perturbed variants) |\n";
     md << "| candidate | `" << s.candidateDir << "` (" << sideLayoutText(s, false) << ") |\n";
+    if (const auto note = distributedReferenceNote(s.referenceRanks); !note.empty()) {
+        md << "| blind spot | " << cell(note) << " |\n";
+    }
     md << "| precision | " << (s.precision.empty() ? "unknown" : s.precision) << " |\n";
     md << "| tensors | " << s.compared << " compared, " << s.divergent << " divergent ("
        << s.structural << " structural), " << s.missing << " missing, " << s.invalid << " invalid, "

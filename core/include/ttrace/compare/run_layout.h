@@ -15,4 +15,10 @@ std::string layoutText(const Manifest& manifest);
 // older build), and for a candidate capture serving as the reference, that it is one.
 std::string sideLayoutText(const DiffSummary& summary, bool reference);
 
+// What a reference captured on `ranks` processes cannot show (docs/capture.md, "What a
+// distributed reference cannot see"): "" for one process; otherwise that a bug in code both
+// layouts share (a TP2 reference and a TP2 x DP2 candidate both run the TP2 code) cannot
+// diverge between them. Every front end shows it beside the reference's layout.
+std::string distributedReferenceNote(int ranks);
+
 } // namespace ttrace
