@@ -13,6 +13,10 @@ recompute. Runs on the installed release (0.16.1 in `.venv`, ctest entry
   with other masks: exit 1, the first divergence the last layer's recompute
   (`decoder.layers.1@recompute`, the first recompute backward runs), introduced there; the
   original forward of the first step stays clean.
+- A reference's perturbed variants draw the nominal run's dropout masks, attention dropout
+  included (`--attention-dropout 0.1`): Megatron draws it from its RNG tracker's
+  tensor-parallel state, which the variants restore with the device generators; without it
+  the variants' attention outputs differ from the nominal one by 40 %, not by round-off.
 - `--recompute block` (`recompute_method="block"`, `recompute_num_layers=1`): layer 0 is
   recomputed and compared, layer 1 runs once.
 - PP2 with full recompute (one layer per stage): clean, and a stale pipeline activation is
@@ -28,6 +32,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import h5py
+import numpy as np
 import pytest
 from job_runner import diff, run_module
 
@@ -151,3 +157,18 @@ def test_stale_activation_with_recompute_found_at_handoff(reference: Path, tmp_p
     assert report["first_divergence"]["forward"] == guilty, text
     introduced = [m["name"] for m in report["modules"] if m["origin"] == "introduced"]
     assert introduced and introduced[0] == guilty, text
+
+
+def test_reference_variants_draw_the_same_attention_masks(tmp_path: Path) -> None:
+    ref = tmp_path / "attention-dropout"
+    run(ref, 1, ("--attention-dropout", "0.1", *DROPOUT))
+    path = "iter_{}/mb_0/decoder.layers.{}.self_attention.core_attention/forward_output/0"
+    with h5py.File(ref / "rank-00000.h5") as f:
+        for iteration in (0, 1):
+            for layer in (0, 1):
+                key = path.format(iteration, layer)
+                nominal = f[f"nominal/{key}"][()]
+                for variant in ("perturbed-1", "perturbed-2"):
+                    error = np.linalg.norm(f[f"{variant}/{key}"][()] - nominal)
+                    relative = error / np.linalg.norm(nominal)
+                    assert relative < 1e-5, (key, variant, relative)

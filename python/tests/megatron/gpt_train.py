@@ -28,9 +28,10 @@ of the router's per-expert token count (without it, the release as shipped).
 method, one layer per checkpoint); `--recompute block` recomputes the first layer of each
 stage only (block method, `recompute_num_layers=1`); `--recompute selective` recomputes each
 core attention. `--dropout P` sets Megatron's hidden dropout (embedding and both
-bias-dropout-adds of every layer; default 0). Attention dropout stays 0: Megatron draws it
-from each tensor-parallel rank's own stream (the model-parallel RNG tracker), so a TP
-candidate's attention masks are not the reference's. The generators are seeded as
+bias-dropout-adds of every layer; default 0), `--attention-dropout P` its attention dropout
+(default 0: Megatron draws it from each tensor-parallel rank's own stream, the model-parallel
+RNG tracker's, so a TP candidate's attention masks are not a single-process reference's). The
+generators are seeded as
 Megatron-LM seeds them (`model_parallel_cuda_manual_seed`) before the model is built, and
 again before training: building draws a different amount on a rank that holds shards, and
 dropout must draw the reference's masks.
@@ -102,6 +103,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--fix-router-count", action="store_true")
     parser.add_argument("--recompute", default=None, choices=("full", "block", "selective"))
     parser.add_argument("--dropout", type=float, default=0.0, help="hidden dropout")
+    parser.add_argument("--attention-dropout", type=float, default=0.0)
     parser.add_argument(
         "--reference", default=None, help="reference bundle: its shapes lay out undeclared params"
     )
@@ -193,7 +195,7 @@ def build(args: argparse.Namespace) -> tuple[TransformerConfig, list[GPTModel]]:
         sequence_parallel=args.sp,
         use_cpu_initialization=True,
         hidden_dropout=args.dropout,
-        attention_dropout=0.0,
+        attention_dropout=args.attention_dropout,
         bf16=args.bf16,
         params_dtype=dtype,
         pipeline_dtype=dtype,
