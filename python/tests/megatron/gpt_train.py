@@ -31,10 +31,9 @@ core attention. `--dropout P` sets Megatron's hidden dropout (embedding and both
 bias-dropout-adds of every layer; default 0), `--attention-dropout P` its attention dropout
 (default 0: Megatron draws it from each tensor-parallel rank's own stream, the model-parallel
 RNG tracker's, so a TP candidate's attention masks are not a single-process reference's). The
-generators are seeded as
-Megatron-LM seeds them (`model_parallel_cuda_manual_seed`) before the model is built, and
-again before training: building draws a different amount on a rank that holds shards, and
-dropout must draw the reference's masks.
+generators are seeded as Megatron-LM seeds them (`model_parallel_cuda_manual_seed`) before
+the model is built, and again before training: what building draws depends on the layout (a
+pipeline stage builds only its layers), and dropout must draw the reference's masks.
 """
 
 from __future__ import annotations
