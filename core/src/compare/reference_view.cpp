@@ -114,7 +114,8 @@ Manifest withRecomputeModules(const Manifest& manifest, const Manifest& candidat
 
 // The manifest with an entry for every hand-off `<L>@handoff` it lacks, right after `<L>` and
 // the modules inside it (the hand-off runs between `<L>` and the next layer), at `<L>`'s
-// depth. Orders are renumbered in sequence.
+// depth. Recomputes of `<L>`'s modules run during backward, after every forward: they do not
+// move the hand-off past the next stage's layers. Orders are renumbered in sequence.
 Manifest withHandoffModules(const Manifest& manifest, const std::set<std::string>& names) {
     Manifest out = manifest;
     auto& modules = out.modules;
@@ -128,7 +129,8 @@ Manifest withHandoffModules(const Manifest& manifest, const std::set<std::string
         auto at = modules.end();
         int depth = 0;
         for (auto it = modules.begin(); it != modules.end(); ++it) {
-            if (it->name == layer || isDescendantModule(it->name, layer)) {
+            const bool recompute = !recomputedModule(it->name).empty();
+            if (!recompute && (it->name == layer || isDescendantModule(it->name, layer))) {
                 at = std::next(it);
                 depth = it->name == layer ? it->depth : depth;
             }

@@ -20,6 +20,10 @@ Mixture-of-experts bugs (`--moe`), in Megatron-core's own router, dispatcher and
   EP2) scales its output by 1 + 1e-2 (a bug in one expert's own code);
 - `expert_grad_not_reduced` (a DDP bug, `inject_ddp`): the expert-parallel gradient buckets
   are scaled but never all-reduced over expert data parallelism.
+Activation recompute bug, in Megatron-core's `CheckpointFunction` (full recompute):
+- `recompute_rng_not_restored`: the backward recomputes a checkpointed layer without first
+  restoring the generator states (CPU, CUDA and the model-parallel tracker's) its forward
+  saved: with dropout, the recompute draws other masks than the forward did.
 Pipeline bugs, in Megatron-core's pipeline code:
 - `stale_activation`: the stage after the first consumes a stale activation: each forward
   receive after the first of a step hands over the previous micro-batch's activation (the
@@ -39,6 +43,7 @@ import torch
 
 from megatron.core.pipeline_parallel import p2p_communication, schedules
 from megatron.core.tensor_parallel import layers
+from megatron.core.tensor_parallel import random as mp_random
 
 BUGS = {
     "drop_reduce": "decoder.layers.0.mlp.linear_fc2",
@@ -53,6 +58,7 @@ MOE_BUGS = {
 DDP_BUGS = ("expert_grad_not_reduced",)
 BUGGY_RANK = 1
 PIPELINE_BUGS = ("stale_activation", "loss_not_averaged")
+RECOMPUTE_BUGS = ("recompute_rng_not_restored",)
 SCALE = 1.0 + 1e-3
 EXPERT_SCALE = 1.0 + 1e-2
 REDUCERS = (
@@ -189,6 +195,28 @@ def _loss_not_averaged() -> None:
     schedules.forward_step_calc_loss = calc_loss
 
 
+def _recompute_rng_not_restored() -> None:
+    """`CheckpointFunction.backward` as shipped, except that its restore of the states saved
+    by the forward (`_set_all_rng_states(*ctx.rng_states)`) does nothing; its `_fork_rng`
+    still puts back the states backward started with."""
+    checkpoint = mp_random.CheckpointFunction
+    original = checkpoint.backward
+    restore = mp_random._set_all_rng_states
+
+    def backward(ctx: Any, *grads: Any) -> Any:
+        def set_states(cpu: torch.Tensor, cuda: Any, tracker: Any) -> None:
+            if cpu is not ctx.rng_states[0]:
+                restore(cpu, cuda, tracker)
+
+        mp_random._set_all_rng_states = set_states
+        try:
+            return original(ctx, *grads)
+        finally:
+            mp_random._set_all_rng_states = restore
+
+    checkpoint.backward = staticmethod(backward)
+
+
 def inject(name: str, chunks: list[torch.nn.Module]) -> None:
     if name == "none" or name in DDP_BUGS:
         return
@@ -206,8 +234,10 @@ def inject(name: str, chunks: list[torch.nn.Module]) -> None:
         return _stale_activation()
     if name == "loss_not_averaged":
         return _loss_not_averaged()
+    if name == "recompute_rng_not_restored":
+        return _recompute_rng_not_restored()
     if name not in BUGS:
-        known = [*BUGS, *MOE_BUGS, *DDP_BUGS, *PIPELINE_BUGS]
+        known = [*BUGS, *MOE_BUGS, *DDP_BUGS, *PIPELINE_BUGS, *RECOMPUTE_BUGS]
         raise ValueError(f"unknown bug {name!r}; known: {', '.join(known)}")
     holders = [c for c in chunks if BUGS[name] in dict(c.named_modules())]
     if not holders:

@@ -7,8 +7,10 @@ DDP, optimizers and schedules run on gloo. Test harness only: capture needs none
   sort parameters by it;
 - `torch.cuda.current_stream()` (megatron-core 0.19 waits on CUDA-graph events before its
   gradient reduction) is a stream with nothing to wait for: on CPU every op has completed;
-- the model-parallel CUDA RNG tracker forks nothing (dropout is 0 in these runs), and
-  activation recompute saves and restores no CUDA generator state (there is none);
+- the CUDA generator is the CPU one: on CPU every op, dropout included, draws from the CPU
+  generator, so what Megatron does with "the CUDA generator" (seeding it, the model-parallel
+  RNG tracker's forks, the states its activation recompute saves and restores) is done to the
+  generator the ops draw from; Megatron's own tracker and recompute run unchanged;
 - CUDA streams and events (the MoE all-to-all dispatcher copies its split sizes to the host on
   a side stream): one stream that is always current, events that are always complete;
 - Transformer Engine's router GEMM: without TE, `moe_utils` never defines `te_general_gemm`
@@ -126,6 +128,24 @@ class _CompletedStream:
         pass
 
 
+def _cpu_generator_as_cuda() -> None:
+    """Megatron's calls of the CUDA generator, answered by the CPU generator: the one the
+    CPU ops draw from (Megatron saves and restores both; here they are the same state)."""
+    from megatron.core.tensor_parallel import random as mp_random
+
+    def get_state(device: Any = "cuda", clone: bool = False, graph_safe: bool = False) -> Any:
+        return torch.get_rng_state()  # a copy already
+
+    def set_state(new_state: torch.Tensor, device: Any = -1, graph_safe: bool = False) -> None:
+        torch.set_rng_state(new_state)
+
+    torch.cuda.get_rng_state = lambda device="cuda": torch.get_rng_state()  # type: ignore[assignment]
+    torch.cuda.random.get_rng_state = torch.cuda.get_rng_state  # type: ignore[assignment]
+    torch.cuda.manual_seed = lambda seed: torch.manual_seed(seed)  # type: ignore[assignment]
+    mp_random._get_cuda_rng_state = get_state
+    mp_random._set_cuda_rng_state = set_state
+
+
 def install() -> None:
     if getattr(torch, "_ttrace_cpu_stubs", False):
         return
@@ -139,15 +159,7 @@ def install() -> None:
     torch.cuda.current_stream = lambda device=None: _CpuStream()  # type: ignore[assignment]
     torch.cuda.stream = lambda stream=None: contextlib.nullcontext()  # type: ignore[assignment]
 
-    from megatron.core.tensor_parallel import random as mp_random
-
-    mp_random.CudaRNGStatesTracker.fork = lambda self, name=None: contextlib.nullcontext()
-    mp_random.CudaRNGStatesTracker.add = lambda self, name, seed: None
-    mp_random.model_parallel_cuda_manual_seed = lambda *a, **k: None
-    # Megatron's recompute saves and restores the CUDA generator next to the CPU one: there
-    # is no CUDA generator here (the CPU state is still saved and restored by Megatron).
-    mp_random._get_cuda_rng_state = lambda *a, **k: torch.empty(0, dtype=torch.uint8)
-    mp_random._set_cuda_rng_state = lambda *a, **k: None
+    _cpu_generator_as_cuda()
     from megatron.core.transformer.moe import moe_utils
 
     if not hasattr(moe_utils, "te_general_gemm"):

@@ -25,7 +25,15 @@ scaling of the load-balancing loss assumes it); `--fix-router-count` applies the
 of the router's per-expert token count (without it, the release as shipped).
 
 `--recompute full` recomputes every layer in backward (Megatron's full recompute, uniform
-method, one layer per checkpoint); `--recompute selective` recomputes each core attention.
+method, one layer per checkpoint); `--recompute block` recomputes the first layer of each
+stage only (block method, `recompute_num_layers=1`); `--recompute selective` recomputes each
+core attention. `--dropout P` sets Megatron's hidden dropout (embedding and both
+bias-dropout-adds of every layer; default 0), `--attention-dropout P` its attention dropout
+(default 0: Megatron draws it from each tensor-parallel rank's own stream, the model-parallel
+RNG tracker's, so a TP candidate's attention masks are not a single-process reference's). The
+generators are seeded as Megatron-LM seeds them (`model_parallel_cuda_manual_seed`) before
+the model is built, and again before training: what building draws depends on the layout (a
+pipeline stage builds only its layers), and dropout must draw the reference's masks.
 """
 
 from __future__ import annotations
@@ -41,7 +49,7 @@ from . import cpu_stubs, model_options
 cpu_stubs.install()
 
 import ttrace.capture as ttc  # noqa: E402  # ttrace
-from megatron.core import parallel_state  # noqa: E402
+from megatron.core import parallel_state, tensor_parallel  # noqa: E402
 from megatron.core.distributed import (  # noqa: E402
     DistributedDataParallel,
     DistributedDataParallelConfig,
@@ -56,6 +64,7 @@ from megatron.core.transformer import TransformerConfig  # noqa: E402
 from .bugs import inject, inject_ddp  # noqa: E402
 
 VOCAB, HIDDEN, HEADS, SEQ, BATCH, MICRO_BATCHES, STEPS = 128, 32, 4, 16, 4, 2, 2
+SEED = 0
 EXPERTS, TOPK = 4, 2
 
 
@@ -91,7 +100,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--aux-loss", type=float, default=0.0, help="MoE load-balancing coeff")
     parser.add_argument("--balanced-padding", action="store_true")
     parser.add_argument("--fix-router-count", action="store_true")
-    parser.add_argument("--recompute", default=None, choices=("full", "selective"))
+    parser.add_argument("--recompute", default=None, choices=("full", "block", "selective"))
+    parser.add_argument("--dropout", type=float, default=0.0, help="hidden dropout")
+    parser.add_argument("--attention-dropout", type=float, default=0.0)
     parser.add_argument(
         "--reference", default=None, help="reference bundle: its shapes lay out undeclared params"
     )
@@ -99,7 +110,7 @@ def parse_args() -> argparse.Namespace:
 
 
 def init(args: argparse.Namespace) -> int:
-    torch.manual_seed(0)
+    torch.manual_seed(SEED)
     world = int(os.environ.get("WORLD_SIZE", "1"))
     if world == 1:
         # The reference: a one-rank group in memory (no port to collide with other jobs).
@@ -113,6 +124,7 @@ def init(args: argparse.Namespace) -> int:
         pipeline_model_parallel_size=args.pp,
         virtual_pipeline_model_parallel_size=args.vpp,
     )
+    tensor_parallel.model_parallel_cuda_manual_seed(SEED)  # as Megatron-LM seeds
     return world
 
 
@@ -181,8 +193,8 @@ def build(args: argparse.Namespace) -> tuple[TransformerConfig, list[GPTModel]]:
         tensor_model_parallel_size=args.tp,
         sequence_parallel=args.sp,
         use_cpu_initialization=True,
-        hidden_dropout=0.0,
-        attention_dropout=0.0,
+        hidden_dropout=args.dropout,
+        attention_dropout=args.attention_dropout,
         bf16=args.bf16,
         params_dtype=dtype,
         pipeline_dtype=dtype,
@@ -288,6 +300,8 @@ def main() -> None:
         ),
         ddp,
     )
+    # Every rank and the reference start training from the same generator states.
+    tensor_parallel.model_parallel_cuda_manual_seed(SEED)
     role = "reference" if world == 1 else "candidate"  # ttrace
     variants = 2 * (world == 1)  # ttrace
     tracer = ttc.Tracer(ddp, optimizer, args.out, role=role, perturbations=variants)  # ttrace

@@ -25,14 +25,16 @@ def config_fields(softmax: str, mtp_layers: int) -> dict[str, Any]:
 
 def recompute_fields(granularity: str | None) -> dict[str, Any]:
     """Megatron's activation recompute: "full" checkpoints every layer (uniform method, one
-    layer per checkpoint), "selective" each layer's core attention (Megatron's default
-    `recompute_modules`). None: no recompute, the config stays the default."""
+    layer per checkpoint), "block" the first layer of each stage only (block method, one
+    layer: the others run without recompute), "selective" each layer's core attention
+    (Megatron's default `recompute_modules`). None: no recompute, the config stays the
+    default."""
     if granularity is None:
         return {}
-    if granularity == "full":
+    if granularity in ("full", "block"):
         return {
             "recompute_granularity": "full",
-            "recompute_method": "uniform",
+            "recompute_method": "uniform" if granularity == "full" else "block",
             "recompute_num_layers": 1,
         }
     return {"recompute_granularity": "selective"}
