@@ -163,6 +163,17 @@ def test_moe_bug_is_named(bug: str, reference: tuple[Path, list[str]], tmp_path:
     if phase == "forward":
         introduced = [m["name"] for m in report["modules"] if m["origin"] == "introduced"]
         assert guilty in introduced, introduced
+    else:
+        assert "expert-grad-not-reduced" in main_grad_hints(report, guilty), text
+
+
+def main_grad_hints(report: dict, module: str) -> set[str]:
+    """The bug classes the report's hints give the main gradients of `module`."""
+    return {
+        (t.get("hint") or {}).get("bug_class", "")
+        for t in report["tensors"]
+        if t["id"]["module"] == module and t["id"]["kind"] == "main_grad"
+    }
 
 
 # Expert TP 1 under TP2 without expert parallelism, as each release ships it: 0.16.1 reduces
@@ -192,3 +203,5 @@ def test_release_reduces_expert_grads_under_etp1_as_shipped(
     # Each TP rank's main_grad is its own part: the replicas over expert-DP disagree.
     assert first["module"] == f"{EXPERTS}.local_experts.0.linear_fc1", first
     assert first["phase"] == "gradient_reduction", first
+    # The copies that disagree are expert-DP replicas (here the TP ranks), not a norm's.
+    assert "expert-grad-not-reduced" in main_grad_hints(report, first["module"]), text
