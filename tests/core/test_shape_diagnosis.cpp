@@ -203,6 +203,10 @@ private slots:
         const std::string fp32 = "fp32";
         QCOMPARE(bugClassHint({id, sigs, kLayout, fp32}).bugClass,
                  std::string("sp-norm-grad-not-reduced"));
+        // An expert's copies disagreeing is its expert-DP reduction, even when TP > 1.
+        id.module = "decoder.layers.0.mlp.experts.local_experts.0.linear_fc1";
+        QCOMPARE(bugClassHint({id, sigs, kLayout, fp32}).bugClass,
+                 std::string("expert-grad-not-reduced"));
     }
     void transposed() {
         const auto r = smooth(64);

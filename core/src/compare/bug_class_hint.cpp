@@ -66,6 +66,14 @@ std::optional<BugClassHint> fromReplicas(const HintContext& c) {
                             "the first and last pipeline stage's copies of the tied embedding "
                             "disagree: the embedding-group gradient all-reduce is missing"};
     }
+    // An expert's copies live on its expert data-parallel group, which may hold the TP ranks
+    // (expert TP 1 under TP2): the missing reduction is the expert-DP one, not a norm's.
+    if (contains(m, "local_experts")) {
+        return BugClassHint{"expert-grad-not-reduced",
+                            "expert data-parallel replicas of an expert weight disagree: its "
+                            "gradient (a partial sum over the tokens routed to it on each rank) "
+                            "is not all-reduced over expert data parallelism"};
+    }
     if (contains(m, "norm") || sizeOf(c.parallel, "tp") > 1) {
         return BugClassHint{"sp-norm-grad-not-reduced",
                             "TP replicas of a sequence-parallel weight disagree: its gradient "

@@ -22,7 +22,9 @@ MoE options: `--aux-loss C` sets the load-balancing loss coefficient (default 0:
 `--balanced-padding` pads the same number of tokens at the end of each half of every row, so
 that both sequence-parallel halves hold as many routed tokens (the release's per-token
 scaling of the load-balancing loss assumes it); `--fix-router-count` applies the upstream fix
-of the router's per-expert token count (without it, the release as shipped).
+of the router's per-expert token count (without it, the release as shipped);
+`--fix-expert-grad-groups` applies the upstream fix that reduces expert gradients over expert
+data parallelism when expert TP differs from TP at EP 1 (a no-op on releases that have it).
 
 `--recompute full` recomputes every layer in backward (Megatron's full recompute, uniform
 method, one layer per checkpoint); `--recompute block` recomputes the first layer of each
@@ -100,6 +102,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--aux-loss", type=float, default=0.0, help="MoE load-balancing coeff")
     parser.add_argument("--balanced-padding", action="store_true")
     parser.add_argument("--fix-router-count", action="store_true")
+    parser.add_argument("--fix-expert-grad-groups", action="store_true")
     parser.add_argument("--recompute", default=None, choices=("full", "block", "selective"))
     parser.add_argument("--dropout", type=float, default=0.0, help="hidden dropout")
     parser.add_argument("--attention-dropout", type=float, default=0.0)
@@ -221,6 +224,9 @@ def build(args: argparse.Namespace) -> tuple[TransformerConfig, list[GPTModel]]:
         )
         if args.mark_softmax_offset:
             model_options.mark_softmax_offset_tensor_parallel(chunk)
+        if args.fix_expert_grad_groups:
+            fixed = model_options.mark_expert_grads_expert_parallel(chunk, config)
+            print(f"expert parameters marked expert-parallel: {fixed}", flush=True)
         chunks.append(chunk.to(dtype))
     return config, chunks
 

@@ -95,3 +95,26 @@ def fix_router_token_count() -> None:
         return global_tokens_per_expert, local_num_tokens, total_num_tokens
 
     router.get_tokens_per_expert_and_token_count = counts
+
+
+def mark_expert_grads_expert_parallel(model: torch.nn.Module, config: TransformerConfig) -> int:
+    """The upstream fix of expert gradient reduction when expert tensor parallelism differs
+    from tensor parallelism without expert parallelism (0.19's `use_expert_pgs`): 0.16's
+    `ColumnParallelLinear` / `RowParallelLinear` mark an expert's weights `allreduce = False`
+    (reduced over expert data parallelism by Megatron's DDP) only when
+    `expert_model_parallel_size > 1`. At EP 1 with expert TP 1 under TP 2 the experts are whole
+    on every TP rank, each rank's expert gradients are partial sums over its own tokens, and
+    DDP reduces them over data parallelism only: the TP ranks' parts are never added. Marks
+    every expert linear's parameters as the fixed release does; returns how many it changed
+    (none on a release that has the fix)."""
+    if config.expert_tensor_parallel_size == config.tensor_model_parallel_size:
+        return 0
+    changed = 0
+    for module in model.modules():
+        if not getattr(module, "is_expert", False):
+            continue
+        for param in module.parameters(recurse=False):
+            if getattr(param, "allreduce", True):
+                param.allreduce = False
+                changed += 1
+    return changed
