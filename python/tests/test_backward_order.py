@@ -26,7 +26,7 @@ def run(order: list[int]) -> dict[int, torch.Tensor]:
     torch.manual_seed(0)
     layer = nn.Linear(8, 8)
     state = CaptureState(in_step=True)
-    tracker = BackwardOrder(state, {0}, lambda chunk: list(layer.parameters()))
+    tracker = BackwardOrder(state, {0}, lambda chunk: [(p, p) for p in layer.parameters()])
     tracker.install([layer])
     filed: dict[int, torch.Tensor] = {}
     count = 0

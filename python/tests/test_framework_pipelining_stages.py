@@ -2,7 +2,7 @@
 `test_framework_pipelining` (`frameworks/torch_pipelining.py`) split into 4 stages, 2 per rank
 on 2 gloo ranks (rank r holds stages r and r + 2), driven by `ScheduleInterleaved1F1B` and
 `ScheduleLoopedBFS` (its backward runs the micro-batches in reverse), every rank's stage list
-passed to `Tracer` as it is; and 2 stages x 2 data-parallel ranks (world 4,
+passed to `Tracer` as it is; and 2 (or 4) stages x 2 data-parallel ranks (world 4,
 a `("pp", "dp")` device mesh, each stage module wrapped in FSDP2 `fully_shard` or DDP over
 its data-parallel group before it becomes a `PipelineStage`). Against the single-process
 reference of the whole model.
@@ -29,6 +29,12 @@ CONFIGS = {
     # Backward in reverse micro-batch order: parameter gradients still filed by micro-batch.
     "loopedbfs_dynamic": (2, ("--schedule", "loopedbfs", "--stages-per-rank", "2")),
     "gpipe_fsdp_dp2": (4, ("--dp", "2", "--wrap", "fsdp")),
+    # 4 stages over pp2 x FSDP2 dp2, backward in reverse: the gradients kept while out of
+    # order are those of the unsharded parameters they accumulate on.
+    "loopedbfs_fsdp_dp2": (
+        4,
+        ("--schedule", "loopedbfs", "--stages-per-rank", "2", "--dp", "2", "--wrap", "fsdp"),
+    ),
     # DDP with static shapes: torch 2.13's shape inference runs a backward through DDP outside
     # `no_sync`, and the reducer's bucket rebuild then fails at the next step (an internal
     # assert in reducer.cpp, "13 versus rebuilt params size of: 26"), with or without capture.

@@ -44,15 +44,16 @@ class BackwardOrder:
         self,
         state: CaptureState,
         chunks: set[int],
-        params_of: Callable[[int], list[nn.Parameter]],
+        params_of: Callable[[int], list[tuple[nn.Parameter, torch.Tensor]]],
     ) -> None:
         self.state = state
         self.chunks = chunks
         self.params_of = params_of
         self.current: dict[int, int] = {}  # chunk -> micro-batch of its running backward
         self._started: dict[int, set[int]] = {}
-        # chunk -> `.grad` of its parameters before its running backward, taken only when
-        # that backward runs out of order
+        # chunk -> `.grad` of its parameters (of the tensors it accumulates on: FSDP2's
+        # unsharded ones) before its running backward, taken only when that backward runs
+        # out of order
         self._before: dict[int, dict[nn.Parameter, torch.Tensor | None]] = {}
         self._params: dict[nn.Parameter, _Accumulated] = {}
         self.handles: list[Any] = []
@@ -95,8 +96,8 @@ class BackwardOrder:
                 self._before.pop(chunk, None)
                 return
             self._before[chunk] = {
-                p: None if p.grad is None else p.grad.detach().clone()
-                for p in self.params_of(chunk)
+                p: None if t.grad is None else t.grad.detach().clone()
+                for p, t in self.params_of(chunk)
             }
 
         return started

@@ -589,6 +589,13 @@ class ModuleHooks:
                     lambda mb=mb, grad=grad: self.emit_param(p, grad, "param_grad", mb),
                 )
 
-    def chunk_parameters(self, chunk: int) -> list[nn.Parameter]:
-        """The captured parameters of model chunk `chunk` (by root index)."""
-        return [p for p, (m, _) in self.owner.items() if self.names.root_of.get(m) == chunk]
+    def chunk_parameters(self, chunk: int) -> list[tuple[nn.Parameter, torch.Tensor]]:
+        """The captured parameters of model chunk `chunk` (by root index), each with the
+        tensor its gradient accumulates on: itself, or the unsharded parameter FSDP2 swapped
+        in for this step's forwards."""
+        swapped_in = {original: p for p, original in self.swapped.items()}
+        return [
+            (p, swapped_in.get(p, p))
+            for p, (m, _) in self.owner.items()
+            if self.names.root_of.get(m) == chunk
+        ]
