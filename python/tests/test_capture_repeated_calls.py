@@ -22,9 +22,12 @@ from pathlib import Path
 import h5py
 import pytest
 from job_runner import diff, run_module
+from torch import nn
 
 from ttrace.bundle.checksum import file_checksum
 from ttrace.bundle.reader import BundleReader
+from ttrace.capture import Tracer
+from ttrace.capture.errors import TracerError
 
 SCRIPT = "tests.frameworks.repeated_calls"
 
@@ -184,6 +187,20 @@ def test_whole_model_compiled_refused_before_the_first_step(tmp_path: Path) -> N
     assert "TracerError" in message and "compiled as a whole" in message, message[-2000:]
     assert "block.compile(fullgraph=True)" in message and "fullgraph=True" in message
     assert not (out / "manifest.json").exists() and not list(out.glob("rank-*.h5"))
+
+
+def test_whole_model_compiled_in_place_refused_before_any_file(tmp_path: Path) -> None:
+    """`model.compile(fullgraph=True)` (nn.Module's own compile) refused as the wrapper is,
+    naming the call the user wrote, before the tracer writes anything."""
+    model = nn.Sequential(nn.Linear(4, 4), nn.GELU(), nn.Linear(4, 4))
+    model.compile(fullgraph=True)
+    out = tmp_path / "in-place"
+    with pytest.raises(TracerError) as refused:
+        Tracer(model, None, out)
+    message = str(refused.value)
+    assert "compiled as a whole (model.compile(fullgraph=True))" in message, message
+    assert "block.compile(fullgraph=True)" in message, message
+    assert not out.exists() or not list(out.iterdir())
 
 
 def test_reference_recompute_records_left_out(shared: Path, tmp_path: Path) -> None:

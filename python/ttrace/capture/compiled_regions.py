@@ -66,7 +66,10 @@ def check_roots(roots: list[nn.Module]) -> None:
         if not is_compiled(root):
             continue
         what = "model" if len(roots) == 1 else f"model chunk {index}"
-        how = "torch.compile(model, fullgraph=True)" if fullgraph(root) else "torch.compile(model)"
+        # Name the call the user wrote: the wrapper or the in-place `model.compile()`.
+        call = "model.compile(" if compiled_in_place(root) else "torch.compile(model"
+        sep = "" if compiled_in_place(root) else ", "
+        how = f"{call}{sep}fullgraph=True)" if fullgraph(root) else f"{call})"
         raise TracerError(
             f"ttrace: the {what} ({type(root).__name__}) is compiled as a whole ({how}): "
             "capture hooks cannot run inside a compiled graph"

@@ -33,6 +33,7 @@ from torch import nn
 from ttrace.bundle import Placement, TensorKey
 
 from .annotate import param_annotation_of
+from .backward_order import BackwardOrder
 from .call_log import RECOMPUTE_SUFFIX, CallLog, CallRecord, in_backward, input_key
 from .capture_state import CaptureState
 from .checkpoint_modes import outside_selective_checkpoint
@@ -165,6 +166,9 @@ class ModuleHooks:
         self._has_swap: set[nn.Parameter] = set()
         self._members: dict[nn.Module, list[nn.Module]] = {}
         self._unmatched: set[str] = set()
+        # Pipelining stages whose backward may run out of micro-batch order (set by the
+        # Tracer, `backward_order`); None: each parameter's n-th gradient is micro-batch n.
+        self.backward_order: BackwardOrder | None = None
 
     # --- installation -----------------------------------------------------------------------
 
@@ -212,6 +216,8 @@ class ModuleHooks:
         calls whose post-hook never ran (an exception) are forgotten."""
         self.call_log.reset()
         self._inputs.clear()
+        if self.backward_order is not None:
+            self.backward_order.reset()
 
     def remove(self) -> None:
         for h in self.handles:
@@ -568,10 +574,28 @@ class ModuleHooks:
             # swapped-in unsharded parameter.
             return
         logical = self.swapped.get(p, p)
-        mb = self.grad_count.get(logical, 0)
-        self.grad_count[logical] = mb + 1
-        if s.wants(mb) and s.wants_kind("param_grad") and p.grad is not None:
-            self._guard(
-                f"param_grad of {self.param_name(p)[1]}",
-                lambda: self.emit_param(p, p.grad, "param_grad", mb),
-            )
+        count = self.grad_count.get(logical, 0)
+        self.grad_count[logical] = count + 1
+        if not s.wants_kind("param_grad") or p.grad is None:
+            return
+        entries = [(count, p.grad)]
+        if self.backward_order is not None:
+            chunk = self.names.root_of.get(self.owner[logical][0], 0)
+            entries = self.backward_order.accumulated(logical, chunk, count, p.grad)
+        for mb, grad in entries:
+            if s.wants(mb):
+                self._guard(
+                    f"param_grad of {self.param_name(p)[1]}",
+                    lambda mb=mb, grad=grad: self.emit_param(p, grad, "param_grad", mb),
+                )
+
+    def chunk_parameters(self, chunk: int) -> list[tuple[nn.Parameter, torch.Tensor]]:
+        """The captured parameters of model chunk `chunk` (by root index), each with the
+        tensor its gradient accumulates on: itself, or the unsharded parameter FSDP2 swapped
+        in for this step's forwards."""
+        swapped_in = {original: p for p, original in self.swapped.items()}
+        return [
+            (p, swapped_in.get(p, p))
+            for p, (m, _) in self.owner.items()
+            if self.names.root_of.get(m) == chunk
+        ]

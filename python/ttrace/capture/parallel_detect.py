@@ -87,9 +87,37 @@ def _named_world_mesh(roots: Sequence[nn.Module], world_size: int) -> Any:
     return None
 
 
-def detect_parallel(roots: Sequence[nn.Module], rank: int, world_size: int) -> ParallelInfo:
+def _ddp_group(roots: Sequence[nn.Module], rank: int, world_size: int) -> tuple[int, int] | None:
+    """(size, rank) of the group a `DistributedDataParallel` root reduces over (the default
+    group unless it was given one); None without DDP."""
+    import torch.distributed as dist
+
+    for r in roots:
+        if _is_ddp(r):
+            group = getattr(r, "process_group", None)
+            if group is None or not dist.is_initialized():
+                return world_size, rank
+            return dist.get_world_size(group), dist.get_rank(group)
+    return None
+
+
+def _from_named_mesh(mesh: Any, pipeline: tuple[int, int]) -> ParallelInfo:
+    info = ParallelInfo.from_mesh(mesh)
+    if pipeline != (1, 0) and (info.pp, info.pp_rank) != pipeline:
+        raise ValueError(
+            f"ttrace: the device mesh {mesh.mesh_dim_names} puts this rank at pipeline "
+            f"{info.pp_rank} of {info.pp}, its pipelining stages at {pipeline[1]} of "
+            f"{pipeline[0]}; pass Tracer(parallel=ttrace.capture.ParallelInfo(...))"
+        )
+    return dataclasses.replace(info, pp=pipeline[0], pp_rank=pipeline[1]) if info.pp == 1 else info
+
+
+def detect_parallel(
+    roots: Sequence[nn.Module], rank: int, world_size: int, pipeline: tuple[int, int] = (1, 0)
+) -> ParallelInfo:
     """The layout of a single-level DDP / FSDP2 / tensor-parallel run; raises ValueError
-    naming what it found when the sizes do not multiply to the world size."""
+    naming what it found when the sizes do not multiply to the world size. `pipeline`:
+    (size, rank) of the pipeline dimension the job's pipelining stages declare."""
     if world_size == 1:
         return ParallelInfo.single()
     megatron = megatron_parallel(roots)
@@ -97,12 +125,13 @@ def detect_parallel(roots: Sequence[nn.Module], rank: int, world_size: int) -> P
         return megatron
     mesh = _named_world_mesh(roots, world_size)
     if mesh is not None:
-        return ParallelInfo.from_mesh(mesh)
+        return _from_named_mesh(mesh, pipeline)
     dp, dp_rank, tp, tp_rank = 1, 0, 1, 0
     fsdp = _fsdp_modules(roots)
     fsdp_ids = {id(p) for m in fsdp for p in m.parameters()}
-    if any(_is_ddp(r) for r in roots):
-        dp, dp_rank = world_size, rank
+    ddp = _ddp_group(roots, rank, world_size)
+    if ddp is not None:
+        dp, dp_rank = ddp
     elif fsdp:
         found = _mesh_of([p for m in fsdp for p in m.parameters()])
         if found:
@@ -111,12 +140,14 @@ def detect_parallel(roots: Sequence[nn.Module], rank: int, world_size: int) -> P
     found = _mesh_of(plain)
     if found:
         tp, tp_rank = found
-    if dp * tp != world_size:
+    pp, pp_rank = pipeline
+    if dp * tp * pp != world_size:
+        staged = f", pp={pp} (pipelining stages)" if pp > 1 else ""
         raise ValueError(
-            f"ttrace: found dp={dp} (DDP/FSDP2) and tp={tp} (DTensor parameters) on "
+            f"ttrace: found dp={dp} (DDP/FSDP2) and tp={tp} (DTensor parameters){staged} on "
             f"{world_size} ranks; pass Tracer(parallel=ttrace.capture.ParallelInfo(...))"
         )
-    return ParallelInfo(tp=tp, tp_rank=tp_rank, dp=dp, dp_rank=dp_rank)
+    return ParallelInfo(tp=tp, tp_rank=tp_rank, dp=dp, dp_rank=dp_rank, pp=pp, pp_rank=pp_rank)
 
 
 def declared_batch_dim(roots: Sequence[nn.Module]) -> int | None:

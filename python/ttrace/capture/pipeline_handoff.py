@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import nn
 
+from .naming import unwrap
 from .pipeline_stages import ChunkLayers, chunk_layers
 
 if TYPE_CHECKING:
@@ -50,7 +51,7 @@ class PipelineHandoff:
         # Receive buffers are reused from step to step (torch.distributed.pipelining): a
         # buffer's gradient hook of an earlier micro-batch is removed before the next is set.
         self._grad_hooks: dict[int, Any] = {}
-        stage_of = {id(s.submod): s for s in stages}
+        stage_of = {id(unwrap(s.submod)): s for s in stages}
         for chunk, root in enumerate(roots):
             layers = chunk_layers(hooks.names, chunk)
             if layers.first is None:

@@ -39,6 +39,7 @@ from ttrace.bundle.bundle_dir import clear_old_bundle, remove_status_records
 from ttrace.bundle.rank_status import RankStatus
 
 from .async_writer import AsyncWriter
+from .backward_order import BackwardOrder
 from .call_recorder import CallRecorder
 from .call_structure import CallStructure
 from .capture_estimate import CaptureEstimate
@@ -127,7 +128,7 @@ class Tracer:
             world_size if world_size is not None else (dist.get_world_size() if distributed else 1)
         )
         if parallel is None:
-            parallel = stage_parallel(self.stages, self.world_size)
+            parallel = stage_parallel(self.stages, wrapped, self.rank, self.world_size)
         self.parallel, self.grad_convention = resolve_parallel(
             parallel, wrapped, self.rank, self.world_size
         )
@@ -203,6 +204,16 @@ class Tracer:
             PipelineHandoff(self.hooks, self.roots, self.stages) if self.parallel.pp > 1 else None
         )
         self._resume_inference = suspend_shape_inference(self.stages, self.state)
+        # A stage's backward may run its micro-batches in another order than its forwards
+        # (ScheduleLoopedBFS): their parameter gradients are filed by micro-batch
+        # (`backward_order`).
+        stage_roots = {id(unwrap(stage.submod)) for stage in self.stages}
+        chunks = {i for i, root in enumerate(self.roots) if id(root) in stage_roots}
+        if chunks:
+            self.hooks.backward_order = BackwardOrder(
+                self.state, chunks, self.hooks.chunk_parameters
+            )
+            self.hooks.backward_order.install(self.roots)
         # Mixture-of-experts layers: which reference token each dispatched row is.
         self.routing = TokenRouting(self.names, self.inference, self.state)
         self.routing.install()
@@ -467,6 +478,8 @@ class Tracer:
         if self.opt_snapshot is not None:
             self.opt_snapshot.remove()  # before opt_hooks: it wraps their wrapper
         self.hooks.remove()
+        if self.hooks.backward_order is not None:
+            self.hooks.backward_order.remove()
         self.routing.remove()
         self.expert_rows.remove()
         if self.handoff is not None:
