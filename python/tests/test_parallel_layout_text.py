@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ttrace.agent.relaunch_layout import LayoutError, relaunch_layout
+from ttrace.agent.relaunch_layout import LayoutError, RelaunchLayout, relaunch_layout
 from ttrace.bundle.layout_text import parallel_layout_text
 
 CASES = Path(__file__).resolve().parents[2] / "tests" / "common" / "parallel_layout_cases.json"
@@ -32,3 +32,11 @@ def test_refused_relaunch_names_both_layouts_in_the_core_words() -> None:
     text = str(refused.value)
     assert "the candidate bundle is TP2 x DP2, 4 ranks, this relaunch DP2, 2 ranks" in text
     assert "\u00d7" not in text
+
+
+def test_data_parallel_shortfall_names_the_layouts_as_ttrace_localize_does() -> None:
+    """The phrase `ttrace localize`'s layout line prints (core's relaunchLayoutLine)."""
+    layout = RelaunchLayout({"tp": 2, "dp": 2}, {"tp": 2, "dp": 1}, 4, 2, (0, 2), (0, 1))
+    assert "relaunched TP2, 2 ranks, of the captured TP2 x DP2, 4 ranks" in (
+        layout.dp_shortfall() or ""
+    )

@@ -62,7 +62,7 @@ class RelaunchLayout:
         return (
             f"gradient reduction over data parallel (and the optimizer step it feeds) needs "
             f"{want} data-parallel ranks; this agent has {have} (relaunched "
-            f"{self.relaunched_text} of the captured {self.captured_text}): "
+            f"{self.relaunched_text}, of the captured {self.captured_text}): "
             "relaunch with the job's data-parallel size to replay it"
         )
 
