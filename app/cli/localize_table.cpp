@@ -69,8 +69,9 @@ void LocalizeTable::row(const ModuleVerdict& v) {
 }
 
 void LocalizeTable::conclusion(const LocalizeResult& r) {
+    // A problem says its own severity ("error: LOCATION: ..."): printed as it is.
     for (const auto& p : r.problems) {
-        out_ << "\nerror: " << p.toString() << "\n";
+        out_ << "\n" << p.toString() << "\n";
     }
     out_ << "\n" << localizeVerdictLine(r) << "\n";
 }

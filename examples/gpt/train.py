@@ -24,6 +24,7 @@ import torch
 import torch.distributed as dist
 
 import ttrace.capture as ttc
+from ttrace.bundle import RankRecord
 
 from . import bugs
 from . import checkpoint as ckpt
@@ -130,30 +131,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parse_args(argv)
     torch.use_deterministic_algorithms(True)
     torch.set_num_threads(1)
-    cfg = GPTConfig(
-        hidden=args.hidden,
-        layers=args.layers,
-        seq_len=args.seq_len,
-        num_experts=args.experts,
-        precision=args.precision,
-        attention_kernel=args.attention_kernel,
-    )
-    # A reference with parallel sizes runs in that layout (a distributed reference).
-    single = args.reference and args.tp * args.pp * args.dp * args.cp == 1
-    pcfg = (
-        ParallelConfig(bugs=set(args.inject))
-        if single
-        else ParallelConfig(
-            args.tp,
-            args.pp,
-            args.dp,
-            args.cp,
-            args.ep,
-            sequence_parallel=not args.no_sequence_parallel,
-            dist_optimizer=args.dist_optimizer,
-            bugs=set(args.inject),
-        )
-    )
+    cfg = _gpt_config(args)
+    single, pcfg = _parallel_config(args)
     bugs.check(pcfg.bugs)
     if not args.reference:
         bugs.check_layout(pcfg.bugs, args)
@@ -162,49 +141,16 @@ def main(argv: Sequence[str] | None = None) -> None:
     else:
         dist.init_process_group("gloo")
         ps = ParallelState.build(pcfg)
-    params_dtype = torch.bfloat16 if args.precision == "bf16" else torch.float32
-    ctx = LayerContext(
-        tp_group=ps.group("tp"),
-        cp_group=ps.group("cp"),
-        ep_group=ps.group("ep"),
-        amax_group=ps.group("amax"),
-        sequence_parallel=pcfg.sequence_parallel,
-        precision=args.precision,
-        bugs=pcfg.bugs,
-        params_dtype=params_dtype,
-    )
+    ctx = _layer_context(args, ps, pcfg)
     info = ttc.ParallelInfo(
         tp=pcfg.tp, pp=pcfg.pp, dp=pcfg.dp, cp=pcfg.cp, ep=pcfg.ep,
         tp_rank=ps.tp_rank, pp_rank=ps.pp_rank, dp_rank=ps.dp_rank, cp_rank=ps.cp_rank,
     )  # fmt: skip
 
     def build() -> tuple[GPTStage, list[torch.nn.Parameter], LocalAdam | DistributedOptimizer]:
-        model = GPTStage(cfg, ctx, ps.pp_rank, pcfg.pp, tie_embeddings=args.tie_embeddings)
-        ttc.seeded_init(model, args.seed, parallel=info)
-        params = [p for p in model.parameters()]
-        hyper = AdamHyper(sgd=args.sgd)
-        if pcfg.dist_optimizer:
-            optimizer = DistributedOptimizer(
-                [p for p in params if not is_expert(p)],
-                hyper,
-                ps.group("dp_cp"),
-                local_params=[p for p in params if is_expert(p)],
-                bugs=pcfg.bugs,
-            )
-        else:
-            optimizer = LocalAdam(params, hyper)
-        return model, params, optimizer
+        return _build(args, cfg, ctx, ps, pcfg, info)
 
-    # Routing replay: the reference records its (nominal) expert choices; a candidate given
-    # --routing-replay replays them, so a round-off flip of a near tie cannot reroute a token.
-    # (Recorded by a single-process reference: one file, written by its one process.)
-    record_routing = single and cfg.num_experts > 0 and args.routing_replay is None
-    if args.routing_replay is not None:
-        ctx.routing = RoutingReplay.load(
-            Path(args.routing_replay), (ps.dp_rank, pcfg.dp), (ps.cp_rank, pcfg.cp)
-        )
-    elif record_routing:
-        ctx.routing = RoutingReplay("record")
+    record_routing = _routing_replay(args, ctx, ps, pcfg, single and cfg.num_experts > 0)
 
     model, params, optimizer = build()
     position, start = _resume_or_start(args, model, optimizer, ps, pcfg.bugs)
@@ -213,28 +159,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         # Installed before the tracer's hooks so that the capture sees the probed output.
         install_probe(model, args.probe_delta)
 
-    capture = (
-        list(range(args.iterations))
-        if args.capture == "all"
-        else []
-        if args.capture == "none"
-        else [int(x) for x in args.capture.split(",")]
-    )
+    capture = _capture_iterations(args)
     rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    tracer = ttc.Tracer(
-        model,
-        optimizer,
-        args.out,
-        role="reference" if args.reference else "candidate",
-        iterations=capture,
-        parallel=info,
-        precision=args.precision,
-        perturbations=ttc.Perturbation(
-            count=args.perturbations if args.reference else 0, relative_scale=args.perturb_scale
-        ),
-        model_name=cfg.describe(),
-        start=start,
-    )
+    tracer = _tracer(args, model, optimizer, capture, info, cfg.describe(), start)
 
     # Each micro-batch's loss is normalized by its token count; the schedule divides by the
     # number of micro-batches (as Megatron's does), so the gradient is the global mean.
@@ -321,6 +248,115 @@ def main(argv: Sequence[str] | None = None) -> None:
             for it in range(args.iterations):
                 train_iteration(it, [variant])
 
+    record, drain_s = _finish(
+        args, tracer, model, optimizer, ps, position, lr_schedule, record_routing, ctx
+    )
+    if args.stats and ps.rank == 0:
+        _print_stats(tracer, record, capture, step_times, drain_s, rss0)
+    if not single:
+        dist.barrier()
+        dist.destroy_process_group()
+
+
+def _gpt_config(args: argparse.Namespace) -> GPTConfig:
+    return GPTConfig(
+        hidden=args.hidden,
+        layers=args.layers,
+        seq_len=args.seq_len,
+        num_experts=args.experts,
+        precision=args.precision,
+        attention_kernel=args.attention_kernel,
+    )
+
+
+def _build(
+    args: argparse.Namespace,
+    cfg: GPTConfig,
+    ctx: LayerContext,
+    ps: ParallelState,
+    pcfg: ParallelConfig,
+    info: ttc.ParallelInfo,
+) -> tuple[GPTStage, list[torch.nn.Parameter], LocalAdam | DistributedOptimizer]:
+    """This rank's stage of the model, seeded as every layout seeds it, and its optimizer."""
+    model = GPTStage(cfg, ctx, ps.pp_rank, pcfg.pp, tie_embeddings=args.tie_embeddings)
+    ttc.seeded_init(model, args.seed, parallel=info)
+    params = [p for p in model.parameters()]
+    hyper = AdamHyper(sgd=args.sgd)
+    if pcfg.dist_optimizer:
+        optimizer = DistributedOptimizer(
+            [p for p in params if not is_expert(p)],
+            hyper,
+            ps.group("dp_cp"),
+            local_params=[p for p in params if is_expert(p)],
+            bugs=pcfg.bugs,
+        )
+    else:
+        optimizer = LocalAdam(params, hyper)
+    return model, params, optimizer
+
+
+def _parallel_config(args: argparse.Namespace) -> tuple[bool, ParallelConfig]:
+    """(whether this is a single-process reference, the run's parallel configuration)."""
+    # A reference with parallel sizes runs in that layout (a distributed reference).
+    single = args.reference and args.tp * args.pp * args.dp * args.cp == 1
+    pcfg = (
+        ParallelConfig(bugs=set(args.inject))
+        if single
+        else ParallelConfig(
+            args.tp,
+            args.pp,
+            args.dp,
+            args.cp,
+            args.ep,
+            sequence_parallel=not args.no_sequence_parallel,
+            dist_optimizer=args.dist_optimizer,
+            bugs=set(args.inject),
+        )
+    )
+    return single, pcfg
+
+
+def _layer_context(
+    args: argparse.Namespace, ps: ParallelState, pcfg: ParallelConfig
+) -> LayerContext:
+    """What every layer of this rank needs: its groups, the precision and the bugs."""
+    params_dtype = torch.bfloat16 if args.precision == "bf16" else torch.float32
+    return LayerContext(
+        tp_group=ps.group("tp"),
+        cp_group=ps.group("cp"),
+        ep_group=ps.group("ep"),
+        amax_group=ps.group("amax"),
+        sequence_parallel=pcfg.sequence_parallel,
+        precision=args.precision,
+        bugs=pcfg.bugs,
+        params_dtype=params_dtype,
+    )
+
+
+def _capture_iterations(args: argparse.Namespace) -> list[int]:
+    """The iterations `--capture` names: all, none, or a comma-separated list."""
+    return (
+        list(range(args.iterations))
+        if args.capture == "all"
+        else []
+        if args.capture == "none"
+        else [int(x) for x in args.capture.split(",")]
+    )
+
+
+def _finish(
+    args: argparse.Namespace,
+    tracer: ttc.Tracer,
+    model: GPTStage,
+    optimizer: LocalAdam | DistributedOptimizer,
+    ps: ParallelState,
+    position: ckpt.Position,
+    lr_schedule: LRSchedule,
+    record_routing: bool,
+    ctx: LayerContext,
+) -> tuple[RankRecord, float]:
+    """Ends the capture (the writer drained, the bundle closed), then saves the checkpoint and
+    the recorded routing when asked; (the rank's record, the drain's seconds)."""
     drain_start = time.perf_counter()
     tracer.flush()  # what the writer still had to do after the last step
     drain_s = time.perf_counter() - drain_start
@@ -334,30 +370,86 @@ def main(argv: Sequence[str] | None = None) -> None:
         ckpt.save(Path(args.save_checkpoint), model, optimizer, ps, done)
     if record_routing:
         ctx.routing.save(Path(args.out) / ROUTING_FILE)
-    if args.stats and ps.rank == 0:
-        rss1 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        traced, untraced = step_times[True], step_times[False]
-        stats = {
-            "step_s_traced": _mean([x[0] for x in traced]),
-            "step_s_untraced": _mean([x[0] for x in untraced]),
-            "step_cpu_s_traced": _mean([x[1] for x in traced]),
-            "step_cpu_s_untraced": _mean([x[1] for x in untraced]),
-            "process_cpu_s_traced": _mean([x[2] for x in traced]),
-            "process_cpu_s_untraced": _mean([x[2] for x in untraced]),
-            "page_faults_traced": _mean([x[3] for x in traced]),
-            "page_faults_untraced": _mean([x[3] for x in untraced]),
-            # Capture phases per captured step (docs/performance.md, "Capture").
-            "phases_s": {k: v / max(1, len(capture)) for k, v in tracer.phases.snapshot().items()},
-            "drain_s": drain_s,
-            "bytes_per_traced_step": record.bytes / max(1, len(capture)),
-            "tensors": record.tensors,
-            "peak_pending_bytes": tracer.writer.peak_pending_bytes,
-            "maxrss_delta_kib": rss1 - rss0,
-        }
-        print("TTRACE_STATS " + json.dumps(stats), flush=True)
-    if not single:
-        dist.barrier()
-        dist.destroy_process_group()
+    return record, drain_s
+
+
+def _print_stats(
+    tracer: ttc.Tracer,
+    record: RankRecord,
+    capture: list[int],
+    step_times: dict[bool, list[tuple[float, float, float, int]]],
+    drain_s: float,
+    rss0: int,
+) -> None:
+    """`--stats`: the step times traced and untraced and the capture's costs, one JSON line."""
+    rss1 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    traced, untraced = step_times[True], step_times[False]
+    stats = {
+        "step_s_traced": _mean([x[0] for x in traced]),
+        "step_s_untraced": _mean([x[0] for x in untraced]),
+        "step_cpu_s_traced": _mean([x[1] for x in traced]),
+        "step_cpu_s_untraced": _mean([x[1] for x in untraced]),
+        "process_cpu_s_traced": _mean([x[2] for x in traced]),
+        "process_cpu_s_untraced": _mean([x[2] for x in untraced]),
+        "page_faults_traced": _mean([x[3] for x in traced]),
+        "page_faults_untraced": _mean([x[3] for x in untraced]),
+        # Capture phases per captured step (docs/performance.md, "Capture").
+        "phases_s": {k: v / max(1, len(capture)) for k, v in tracer.phases.snapshot().items()},
+        "drain_s": drain_s,
+        "bytes_per_traced_step": record.bytes / max(1, len(capture)),
+        "tensors": record.tensors,
+        "peak_pending_bytes": tracer.writer.peak_pending_bytes,
+        "maxrss_delta_kib": rss1 - rss0,
+    }
+    print("TTRACE_STATS " + json.dumps(stats), flush=True)
+
+
+def _routing_replay(
+    args: argparse.Namespace,
+    ctx: LayerContext,
+    ps: ParallelState,
+    pcfg: ParallelConfig,
+    records: bool,
+) -> bool:
+    """Sets the layers' routing replay; True when this run records it (`records`: a
+    single-process reference of a model with experts)."""
+    # Routing replay: the reference records its (nominal) expert choices; a candidate given
+    # --routing-replay replays them, so a round-off flip of a near tie cannot reroute a token.
+    # (Recorded by a single-process reference: one file, written by its one process.)
+    record_routing = records and args.routing_replay is None
+    if args.routing_replay is not None:
+        ctx.routing = RoutingReplay.load(
+            Path(args.routing_replay), (ps.dp_rank, pcfg.dp), (ps.cp_rank, pcfg.cp)
+        )
+    elif record_routing:
+        ctx.routing = RoutingReplay("record")
+    return record_routing
+
+
+def _tracer(
+    args: argparse.Namespace,
+    model: GPTStage,
+    optimizer: LocalAdam | DistributedOptimizer,
+    capture: list[int],
+    info: ttc.ParallelInfo,
+    model_name: str,
+    start: dict | None,
+) -> ttc.Tracer:
+    """The capture: this run's role, iterations, layout, precision and perturbed variants."""
+    return ttc.Tracer(
+        model,
+        optimizer,
+        args.out,
+        role="reference" if args.reference else "candidate",
+        iterations=capture,
+        parallel=info,
+        precision=args.precision,
+        perturbations=ttc.Perturbation(
+            count=args.perturbations if args.reference else 0, relative_scale=args.perturb_scale
+        ),
+        model_name=model_name,
+        start=start,
+    )
 
 
 def _resume_or_start(

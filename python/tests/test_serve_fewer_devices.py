@@ -180,7 +180,8 @@ def test_tp1_relaunch_of_a_tp2_job_is_refused_with_the_reason(
         # The rank exits 2 with the reason; torchrun passes a failed child on as 1.
         assert job.proc.wait(timeout=180) != 0, job.output()
         out = job.output()
-        assert "has 4 ranks (TP2\u00d7DP2), this relaunch 1 (1 device)" in out, out
+        refused = "the candidate bundle is TP2 x DP2, 4 ranks, this relaunch single process"
+        assert refused in out, out
         assert "tp=2 (this relaunch 1)" in out
         assert not job.endpoint_file.exists()
     finally:
@@ -234,7 +235,7 @@ def test_fsdp2_relaunch_on_one_device_refuses_modules_split_over_data_parallel(
             "parameter layers.0.feed_forward.w1.weight is held as [64, 32] in this "
             in (refused["reason"])
         )
-        assert "captured rank 0 held [32, 32] (DP2)" in refused["reason"], refused
+        assert "captured rank 0 held [32, 32] (DP2, 2 ranks)" in refused["reason"], refused
         assert "UNDETERMINED: not localized: no named module could be replayed" in text, text
         assert "agrees" not in text and report["undetermined"], text
 

@@ -320,7 +320,8 @@ def test_relaunch_with_another_world_size_is_refused(tp2_bundle: Path) -> None:
     try:
         manifest = json.loads((tp2_bundle / "manifest.json").read_text())
         with pytest.raises(
-            RelaunchError, match=r"has 2 ranks \(TP2\), this relaunch 1 \(1 device\)"
+            RelaunchError,
+            match=r"the candidate bundle is TP2, 2 ranks, this relaunch single process",
         ):
             check_layout(tracer, manifest)
     finally:

@@ -2,12 +2,14 @@
 // localized is said before any replay, in the words `ttrace localize` prints and the explorer
 // shows (a reference bundle that cannot be opened; a walk over a diff with errors). No request
 // reaches the agent in these cases, so the client points at a port nobody serves.
+#include "localize_table.h"
 #include "ttrace/replay/localize_session.h"
 #include "ttrace/replay/localize_text.h"
 
 #include <QtTest>
 
 #include <filesystem>
+#include <sstream>
 
 using namespace ttrace;
 using namespace ttrace::replay;
@@ -55,6 +57,15 @@ private slots:
         QVERIFY2(line.starts_with("STOPPED: not localized: the replays stopped at an error (") &&
                      line.find(r.problems.front().message) != std::string::npos,
                  line.c_str());
+        // `ttrace localize` prints each problem once, with its severity said once.
+        std::ostringstream printed;
+        cli::LocalizeTable(printed).conclusion(r);
+        const std::string text = printed.str();
+        QVERIFY2(text.find("error: error") == std::string::npos, text.c_str());
+        for (const auto& p : r.problems) {
+            QVERIFY2(text.find("\n" + p.toString() + "\n") != std::string::npos, text.c_str());
+        }
+        QVERIFY2(text.ends_with("\n" + line + "\n"), text.c_str());
     }
     void walkOverDiffWithErrorsIsRefused() {
         QVERIFY2(fs::exists(demoDir() / "clean" / "reference" / "manifest.json"),

@@ -4,8 +4,13 @@
 // said to introduce (or merely inherit) the divergence.
 #include "synthetic_results.h"
 #include "ttrace/compare/verdict.h"
+#include "ttrace/io/parallel_layout_text.h"
 #include "ttrace/report/verdict_text.h"
 
+#include <QFile>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QtTest>
 
 using namespace ttrace;
@@ -25,6 +30,24 @@ std::vector<ModuleInfo> modules() {
 class TestVerdictText : public QObject {
     Q_OBJECT
 private slots:
+    // The layouts in words: the shared case table the agent's Python wording is held to too
+    // (python/tests/test_parallel_layout_text.py), so both say every layout the same way.
+    void layoutWordsMatchTheSharedCases() {
+        QFile file(QStringLiteral(TTRACE_LAYOUT_CASES));
+        QVERIFY2(file.open(QIODevice::ReadOnly), TTRACE_LAYOUT_CASES);
+        const auto cases = QJsonDocument::fromJson(file.readAll()).object()["cases"].toArray();
+        QVERIFY(cases.size() >= 10);
+        for (const auto& value : cases) {
+            const auto c = value.toObject();
+            std::map<std::string, int> parallel;
+            const auto sizes = c["parallel"].toObject();
+            for (auto it = sizes.begin(); it != sizes.end(); ++it) {
+                parallel[it.key().toStdString()] = it.value().toInt();
+            }
+            const auto text = parallelLayoutText(parallel, c["world_size"].toInt());
+            QCOMPARE(QString::fromStdString(text), c["text"].toString());
+        }
+    }
     void refusedPairSaysWhyOnly() {
         DiffResult r;
         r.summary.clean = false;

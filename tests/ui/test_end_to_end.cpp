@@ -1,14 +1,17 @@
 // End to end on the demo bundles with an injected bug (layers.1.mlp.fc2 drops a partial-sum term
 // on rank 1): load through the worker thread, check that the first divergent module is selected
 // and its drill-down is filled, navigate, and take a screenshot whose tree shows the heat map.
+#include "ttrace/compare/report_json.h"
 #include "ttrace/ui/drill_down_pane.h"
 #include "ttrace/ui/error_histogram_plot.h"
 #include "ttrace/ui/layer_tree_pane.h"
 #include "ttrace/ui/main_window.h"
+#include "ttrace/ui/models/export_controller.h"
 #include "ttrace/ui/models/layer_filter_proxy.h"
 #include "ttrace/ui/models/layer_tree_model.h"
 #include "ttrace/ui/models/stats_table_model.h"
 #include "ttrace/ui/problems_banner.h"
+#include "ttrace/ui/progress_cancel_widget.h"
 #include "ttrace/ui/ratio_history_plot.h"
 #include "ttrace/ui/run_summary_bar.h"
 #include "ttrace/ui/shard_error_plot.h"
@@ -20,7 +23,10 @@
 #include <QComboBox>
 #include <QGuiApplication>
 #include <QLineEdit>
+#include <QProgressBar>
 #include <QSignalSpy>
+#include <QStatusBar>
+#include <QTemporaryDir>
 #include <QTreeView>
 #include <QtTest>
 
@@ -132,6 +138,61 @@ private slots:
         const QString md = window.markdownReport();
         QVERIFY2(md.contains("`layers.1.mlp.fc2`"), qPrintable(md));
         QVERIFY(md.contains("## Current view: iteration 0"));
+    }
+
+    // The window's exports run on the export runner, shown by the status bar's export progress:
+    // the PNG grabbed here, encoded and written there; the reports rendered there from the
+    // same core functions as `ttrace diff`; a file that cannot be written named in the status.
+    void exportsRunAsAJob() {
+        MainWindow window;
+        window.resize(1280, 800);
+        window.show();
+        QSignalSpy finished(&window, &MainWindow::loadingFinished);
+        window.openBundles(demo_ + "/reference", demo_ + "/candidate");
+        QVERIFY(finished.wait(120000));
+        QTemporaryDir dir;
+        const QString png = dir.filePath("window.png");
+        const QString md = dir.filePath("report.md");
+        const QString json = dir.filePath("report.json");
+        std::optional<ExportOutcome> outcome;
+        connect(window.exports(), &ExportController::finished, this,
+                [&outcome](const ExportOutcome& o) { outcome = o; });
+        std::vector<ExportFile> files;
+        files.push_back(window.pngExportOf(png));
+        files.push_back(window.markdownExport(md));
+        files.push_back(window.jsonExport(json));
+        window.startExport(std::move(files), false);
+        QVERIFY(window.exportProgress()->isVisible());
+        QCOMPARE(window.exportProgress()->maximum(), 6);
+        QVERIFY(window.exportProgress()->text().contains("window.png"));
+        QTRY_VERIFY_WITH_TIMEOUT(outcome.has_value(), 30000);
+        QVERIFY(outcome->ok());
+        QCOMPARE(outcome->saved, QStringList({png, md, json}));
+        QVERIFY(!window.exportProgress()->isVisible());
+        QCOMPARE(window.exportProgress()->value(), 6);
+        QVERIFY(!QImage(png).isNull());
+        QFile mdFile(md);
+        QVERIFY(mdFile.open(QIODevice::ReadOnly));
+        QCOMPARE(QString::fromUtf8(mdFile.readAll()), window.markdownReport());
+        QFile jsonFile(json);
+        QVERIFY(jsonFile.open(QIODevice::ReadOnly));
+        QCOMPARE(jsonFile.readAll().toStdString(),
+                 ttrace::diffResultToJson(*window.model()->results().final()));
+        QVERIFY(window.statusBar()->currentMessage().contains("report.json"));
+
+        // A folder that is a file: the export says which file it could not write.
+        QFile blocker(dir.filePath("file"));
+        QVERIFY(blocker.open(QIODevice::WriteOnly));
+        blocker.close();
+        const QString bad = dir.filePath("file/report.md");
+        outcome.reset();
+        window.startExport({window.markdownExport(bad)}, false);
+        QTRY_VERIFY_WITH_TIMEOUT(outcome.has_value(), 30000);
+        QCOMPARE(outcome->errors.size(), 1);
+        QVERIFY2(outcome->errors.front().startsWith(bad + ": "),
+                 qPrintable(outcome->errors.front()));
+        QVERIFY2(window.statusBar()->currentMessage().startsWith(bad + ": "),
+                 qPrintable(window.statusBar()->currentMessage()));
     }
 
     void cancelLeavesTheWindowUsable() {

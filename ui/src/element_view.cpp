@@ -5,8 +5,10 @@
 #include "ttrace/ui/models/layer_tree_model.h"
 #include "ttrace/ui/models/number_format.h"
 #include "ttrace/ui/models/tensor_columns.h"
+#include "ttrace/ui/progress_cancel_widget.h"
 #include "ttrace/ui/slice_error_plot.h"
 
+#include <QAction>
 #include <QComboBox>
 #include <QHBoxLayout>
 #include <QHeaderView>
@@ -39,8 +41,8 @@ ElementView::ElementView(const LayerTreeModel* model, QWidget* parent)
     , status_(new QLabel(this))
     , dimension_(new QComboBox(this))
     , run_(new QPushButton(tr("Inspect"), this))
-    , cancel_(new QPushButton(tr("Cancel"), this))
-    , progress_(new QProgressBar(this))
+    , progress_(
+          new ProgressCancelWidget(new QAction(tr("Cancel Inspection"), this), tr("Cancel"), this))
     , view_(new QTableView(this))
     , slices_(new SliceErrorPlot(this)) {
     setObjectName(QStringLiteral("elementView"));
@@ -51,11 +53,8 @@ ElementView::ElementView(const LayerTreeModel* model, QWidget* parent)
     status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
     title_->setTextInteractionFlags(Qt::TextSelectableByMouse);
     title_->setStyleSheet(QStringLiteral("font-weight: bold;"));
-    progress_->setRange(0, 1000);
-    progress_->setMaximumWidth(160);
-    progress_->setTextVisible(false);
-    progress_->hide();
-    cancel_->hide();
+    progress_->bar()->setMaximumWidth(160);
+    progress_->bar()->setTextVisible(false);
     view_->setModel(table_);
     view_->setObjectName(QStringLiteral("elementTable"));
     view_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
@@ -69,7 +68,6 @@ ElementView::ElementView(const LayerTreeModel* model, QWidget* parent)
     controls->addWidget(dimension_);
     controls->addWidget(run_);
     controls->addWidget(progress_);
-    controls->addWidget(cancel_);
     auto* split = new QSplitter(Qt::Horizontal, this);
     split->addWidget(view_);
     split->addWidget(slices_);
@@ -83,12 +81,10 @@ ElementView::ElementView(const LayerTreeModel* model, QWidget* parent)
     layout->addWidget(split, 1);
 
     connect(run_, &QPushButton::clicked, this, &ElementView::inspect);
-    connect(cancel_, &QPushButton::clicked, inspector_, &ElementInspector::cancel);
+    connect(progress_->cancelAction(), &QAction::triggered, inspector_, &ElementInspector::cancel);
     connect(dimension_, &QComboBox::activated, this, [this] { inspect(); });
     connect(inspector_, &ElementInspector::started, this, [this] {
-        progress_->setValue(0);
-        progress_->show();
-        cancel_->show();
+        progress_->begin(1000);
         status_->setText(tr("Reading the tensor from both bundles…"));
     });
     connect(inspector_, &ElementInspector::progress, this,
@@ -191,8 +187,7 @@ void ElementView::inspect() {
 }
 
 void ElementView::onFinished(const ElementReport& report) {
-    progress_->hide();
-    cancel_->hide();
+    progress_->end();
     if (report.cancelled) {
         status_->setText(tr("Cancelled."));
         inspected_.reset();

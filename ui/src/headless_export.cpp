@@ -3,10 +3,10 @@
 #include "ttrace/compare/verdict.h"
 #include "ttrace/ui/headline_bar.h"
 #include "ttrace/ui/main_window.h"
+#include "ttrace/ui/models/export_controller.h"
 #include "ttrace/ui/models/layer_tree_model.h"
 #include "ttrace/ui/problems_banner.h"
 
-#include <QFile>
 #include <QFileInfo>
 #include <QTimer>
 
@@ -68,31 +68,39 @@ void HeadlessExport::onLoadingFinished(bool ok) {
             // same words as `ttrace diff` (the engine's diagnostics and invalid tensors).
             printProblems(*result);
         }
+        std::vector<ExportFile> files;
         if (!screenshot_.isEmpty()) {
-            QString error;
-            if (window_->exportPng(screenshot_, nullptr, &error)) {
-                printLine(stdout, QFileInfo(screenshot_).absoluteFilePath());
-            } else {
-                printLine(stderr, error);
-                exitCode_ = exitStatus(ExitCode::BadInput);
-            }
+            files.push_back(window_->pngExportOf(screenshot_));
         }
         if (!markdown_.isEmpty()) {
-            QFile file(markdown_);
-            if (file.open(QIODevice::WriteOnly | QIODevice::Truncate) &&
-                file.write(window_->markdownReport().toUtf8()) >= 0) {
-                printLine(stdout, QFileInfo(markdown_).absoluteFilePath());
-            } else {
-                printLine(stderr, QStringLiteral("%1: %2").arg(markdown_, file.errorString()));
-                exitCode_ = exitStatus(ExitCode::BadInput);
-            }
+            files.push_back(window_->markdownExport(markdown_));
         }
-        if (result) {
-            printLine(stdout, QString::fromUtf8(runVerdictName(runVerdict(*result))));
+        if (files.empty()) {
+            finish(ExportOutcome{});
+            return;
         }
-        done_ = true;
-        emit finished(exitCode_);
+        // Written on the export runner, as the menu's exports are; the verdict line follows.
+        connect(window_->exports(), &ExportController::finished, this, &HeadlessExport::finish,
+                Qt::SingleShotConnection);
+        window_->startExport(std::move(files), false);
     });
+}
+
+void HeadlessExport::finish(const ExportOutcome& outcome) {
+    for (const auto& path : outcome.saved) {
+        printLine(stdout, QFileInfo(path).absoluteFilePath());
+    }
+    for (const auto& error : outcome.errors) {
+        printLine(stderr, error);
+    }
+    if (!outcome.ok()) {
+        exitCode_ = exitStatus(ExitCode::BadInput);
+    }
+    if (const DiffResult* result = window_->model()->results().final()) {
+        printLine(stdout, QString::fromUtf8(runVerdictName(runVerdict(*result))));
+    }
+    done_ = true;
+    emit finished(exitCode_);
 }
 
 } // namespace ttrace::ui

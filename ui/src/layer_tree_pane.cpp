@@ -72,6 +72,15 @@ LayerTreePane::LayerTreePane(LayerTreeModel* model, QWidget* parent)
     proxy_ = setupLayerTreeView(view_, model_, nullptr);
     setSteps({}, {});
 
+    createNavigationActions();
+    createFilterWidgets();
+    layOut();
+    connectViewAndModel();
+    updateNavigation();
+}
+
+// First, previous and next divergence, and the divergent-only filter.
+void LayerTreePane::createNavigationActions() {
     first_ = new QAction(style()->standardIcon(QStyle::SP_MediaSkipBackward),
                          tr("First Divergence"), this);
     first_->setShortcut(Qt::CTRL | Qt::Key_Home);
@@ -98,7 +107,10 @@ LayerTreePane::LayerTreePane(LayerTreeModel* model, QWidget* parent)
             view_->expandAll();
         }
     });
+}
 
+// The regular-expression switch, the no-match note and the divergence position.
+void LayerTreePane::createFilterWidgets() {
     regex_ = new QAction(QStringLiteral(".*"), this);
     regex_->setObjectName(QStringLiteral("regexSearchAction"));
     regex_->setCheckable(true);
@@ -120,7 +132,10 @@ LayerTreePane::LayerTreePane(LayerTreeModel* model, QWidget* parent)
     connect(search_, &QLineEdit::textChanged, this, &LayerTreePane::applySearch);
     connect(regex_, &QAction::toggled, this, &LayerTreePane::applySearch);
     connect(this, &LayerTreePane::currentModuleChanged, this, &LayerTreePane::updatePosition);
+}
 
+// The filters above the tree, the tree, the heat legend below.
+void LayerTreePane::layOut() {
     auto* divergentButton = new QToolButton(this);
     divergentButton->setDefaultAction(divergentOnly_);
     auto* regexButton = new QToolButton(this);
@@ -140,7 +155,10 @@ LayerTreePane::LayerTreePane(LayerTreeModel* model, QWidget* parent)
     layout->addWidget(noMatch_);
     layout->addWidget(view_, 1);
     layout->addWidget(legend_);
+}
 
+// The step filter, the selection and the model's changes.
+void LayerTreePane::connectViewAndModel() {
     connect(iteration_, &QComboBox::currentIndexChanged, this, &LayerTreePane::applyStepFilter);
     connect(microBatch_, &QComboBox::currentIndexChanged, this, &LayerTreePane::applyStepFilter);
     connect(view_->selectionModel(), &QItemSelectionModel::currentChanged, this,
@@ -162,7 +180,6 @@ LayerTreePane::LayerTreePane(LayerTreeModel* model, QWidget* parent)
         view_->expandToDepth(1);
         updateNavigation();
     });
-    updateNavigation();
 }
 
 void LayerTreePane::setSteps(const std::vector<std::int64_t>& iterations,

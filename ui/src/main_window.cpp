@@ -115,6 +115,45 @@ MainWindow::MainWindow(QWidget* parent)
     setObjectName(QStringLiteral("mainWindow"));
     setAcceptDrops(true);
 
+    createPanes();
+    connect(timeline_, &PhaseTimeline::tensorActivated, this, &MainWindow::selectTensor);
+
+    createStatusBar();
+    createExports();
+    localizeUi_ = new LocalizeUi({this, model_, tree_, drill_, headline_, statusBar()}, this);
+    startup_ = new StartupLocalize(localizeUi_, this);
+    connect(startup_, &StartupLocalize::done, this, &MainWindow::storyReady);
+    createMenus();
+    connect(headline_, &HeadlineBar::activated, this, [this] {
+        if (const DiffResult* r = model_->results().final()) {
+            showStory(*r);
+        }
+    });
+    connect(warningsDock_, &WarningsDock::moduleActivated, this,
+            [this](const QString& module, qlonglong tensor) {
+                const auto& results = model_->results();
+                const auto column =
+                    tensor >= 0 && static_cast<std::size_t>(tensor) < results.size()
+                        ? columnOfKind(results.tensor(static_cast<std::size_t>(tensor)).id.kind)
+                        : std::nullopt;
+                tree_->selectModule(module, column.value_or(model_->divergentColumn(module)));
+            });
+
+    connectLoader();
+    connect(tree_, &LayerTreePane::currentTensorChanged, this, &MainWindow::onCurrentTensorChanged);
+    connect(model_, &LayerTreeModel::resultsChanged, this, [this] {
+        if (model_->results().isFinal()) {
+            updateVerdict();
+        }
+    });
+    resize(1440, 900);
+}
+
+MainWindow::~MainWindow() = default;
+
+// The tree beside the drill-down under the summary, headline, timeline and problems; the
+// warnings and element views docked below, hidden until asked for.
+void MainWindow::createPanes() {
     auto* splitter = new QSplitter(Qt::Horizontal, this);
     splitter->setObjectName(QStringLiteral("paneSplitter"));
     splitter->addWidget(tree_);
@@ -151,28 +190,10 @@ MainWindow::MainWindow(QWidget* parent)
     elementsDock_->setWidget(elements_);
     addDockWidget(Qt::BottomDockWidgetArea, elementsDock_);
     elementsDock_->hide();
-    connect(timeline_, &PhaseTimeline::tensorActivated, this, &MainWindow::selectTensor);
+}
 
-    createStatusBar();
-    localizeUi_ = new LocalizeUi({this, model_, tree_, drill_, headline_, statusBar()}, this);
-    startup_ = new StartupLocalize(localizeUi_, this);
-    connect(startup_, &StartupLocalize::done, this, &MainWindow::storyReady);
-    createMenus();
-    connect(headline_, &HeadlineBar::activated, this, [this] {
-        if (const DiffResult* r = model_->results().final()) {
-            showStory(*r);
-        }
-    });
-    connect(warningsDock_, &WarningsDock::moduleActivated, this,
-            [this](const QString& module, qlonglong tensor) {
-                const auto& results = model_->results();
-                const auto column =
-                    tensor >= 0 && static_cast<std::size_t>(tensor) < results.size()
-                        ? columnOfKind(results.tensor(static_cast<std::size_t>(tensor)).id.kind)
-                        : std::nullopt;
-                tree_->selectModule(module, column.value_or(model_->divergentColumn(module)));
-            });
-
+// What the loader reports, shown in the tree, the status bar and the summary.
+void MainWindow::connectLoader() {
     connect(loader_, &LoadController::started, this, &MainWindow::onLoadStarted);
     connect(loader_, &LoadController::progress, this, [this](double f, const QString& what) {
         progress_->setValue(static_cast<int>(f * 1000.0));
@@ -193,19 +214,22 @@ MainWindow::MainWindow(QWidget* parent)
     connect(loader_, &LoadController::failed, this,
             [this] { onStopped(tr("Cannot compare: a bundle is broken")); });
     connect(loader_, &LoadController::cancelled, this, [this] { onStopped(tr("Cancelled")); });
-    connect(tree_, &LayerTreePane::currentTensorChanged, this, &MainWindow::onCurrentTensorChanged);
-    connect(model_, &LayerTreeModel::resultsChanged, this, [this] {
-        if (model_->results().isFinal()) {
-            updateVerdict();
-        }
-    });
-    resize(1440, 900);
 }
-
-MainWindow::~MainWindow() = default;
 
 void MainWindow::createMenus() {
     auto* file = menuBar()->addMenu(tr("&File"));
+    QAction* open = addOpenActions(file);
+    file->addSeparator();
+    QAction* exportWindow = addExportActions(file);
+    file->addSeparator();
+    file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
+    createViewMenu();
+    QAction* remote = createModuleMenu();
+    createHelpMenu();
+    createToolBar(open, exportWindow, remote);
+}
+
+QAction* MainWindow::addOpenActions(QMenu* file) {
     auto* open = file->addAction(style()->standardIcon(QStyle::SP_DialogOpenButton), tr("&Open..."),
                                  QKeySequence::Open, this, &MainWindow::chooseAndOpen);
     open->setToolTip(tr("Open a reference bundle and a candidate bundle"));
@@ -226,29 +250,10 @@ void MainWindow::createMenus() {
     swap_->setObjectName(QStringLiteral("swapBundlesAction"));
     swap_->setToolTip(tr("Open the pair again with the reference and the candidate exchanged"));
     swap_->setEnabled(false);
-    file->addSeparator();
-    auto* exportWindow = file->addAction(style()->standardIcon(QStyle::SP_DialogSaveButton),
-                                         tr("Export &Window as PNG..."),
-                                         QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_S), this,
-                                         [this] { exportPngInteractive(this, tr("window")); });
-    exportWindow->setToolTip(tr("Save a screenshot of the window for a bug report"));
-    file->addAction(tr("Export &Layer Tree as PNG..."), this,
-                    [this] { exportPngInteractive(tree_, tr("layer tree")); });
-    file->addAction(tr("Export &Drill-down as PNG..."), this,
-                    [this] { exportPngInteractive(drill_, tr("drill-down")); });
-    file->addAction(tr("Export &Markdown Report..."), QKeySequence(Qt::CTRL | Qt::Key_E), this,
-                    &MainWindow::exportMarkdownInteractive);
-    auto* copyShot = file->addAction(tr("Copy &Screenshot"),
-                                     QKeySequence(Qt::CTRL | Qt::ALT | Qt::Key_C), this, [this] {
-                                         QApplication::clipboard()->setImage(screenshot());
-                                         statusBar()->showMessage(tr("Screenshot copied"), 3000);
-                                     });
-    copyShot->setObjectName(QStringLiteral("copyScreenshotAction"));
-    file->addAction(tr("&Copy Markdown Report"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_C),
-                    this, [this] { QApplication::clipboard()->setText(markdownReport()); });
-    file->addSeparator();
-    file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
+    return open;
+}
 
+void MainWindow::createViewMenu() {
     auto* view = menuBar()->addMenu(tr("&View"));
     view->addAction(tree_->firstDivergenceAction());
     view->addAction(tree_->previousDivergentAction());
@@ -258,16 +263,6 @@ void MainWindow::createMenus() {
     view->addAction(tr("&Expand All"), tree_->treeView(), &QTreeView::expandAll);
     view->addAction(tr("&Collapse All"), tree_->treeView(), &QTreeView::collapseAll);
 
-    auto* module = menuBar()->addMenu(tr("&Module"));
-    module->setToolTipsVisible(true);
-    module->addAction(localizeUi_->localizeAction());
-    module->addAction(localizeUi_->localizeAllAction());
-    module->addAction(localizeUi_->cancelAction());
-    module->addSeparator();
-    module->addAction(localizeUi_->connectAction());
-    auto* remote = new RemoteConnectUi(localizeUi_, this);
-    module->addAction(remote->action());
-    module->addAction(tr("&Reconnect"), localizeUi_->session(), &AgentSession::reconnect);
     view->addSeparator();
     view->addAction(warningsDock_->toggleViewAction());
     auto* elements = elementsDock_->toggleViewAction();
@@ -279,11 +274,28 @@ void MainWindow::createMenus() {
     view->addSeparator();
     view->addAction(navigator_->backAction());
     view->addAction(navigator_->forwardAction());
+}
+
+// The Module menu and the tree's context menu; returns the remote connect action.
+QAction* MainWindow::createModuleMenu() {
+    auto* module = menuBar()->addMenu(tr("&Module"));
+    module->setToolTipsVisible(true);
+    module->addAction(localizeUi_->localizeAction());
+    module->addAction(localizeUi_->localizeAllAction());
+    module->addAction(localizeUi_->cancelAction());
+    module->addSeparator();
+    module->addAction(localizeUi_->connectAction());
+    auto* remote = new RemoteConnectUi(localizeUi_, this);
+    module->addAction(remote->action());
+    module->addAction(tr("&Reconnect"), localizeUi_->session(), &AgentSession::reconnect);
     auto* tree = tree_->treeView();
     tree->setContextMenuPolicy(Qt::ActionsContextMenu);
     tree->addAction(localizeUi_->localizeAction());
     tree->addAction(localizeUi_->localizeAllAction());
+    return remote->action();
+}
 
+void MainWindow::createHelpMenu() {
     auto* help = menuBar()->addMenu(tr("&Help"));
     help->addAction(tr("&About"), this, [this] {
         QMessageBox::about(
@@ -292,7 +304,9 @@ void MainWindow::createMenus() {
                "single-device reference. Each cell shows error / tolerance of one tensor; the "
                "tolerance is derived from floating-point round-off, so a ratio above 1 is a bug."));
     });
+}
 
+void MainWindow::createToolBar(QAction* open, QAction* exportWindow, QAction* remote) {
     // Short toolbar texts: every action stays on a 1280-px-wide screen (menus keep the long ones).
     open->setIconText(tr("Open"));
     exportWindow->setIconText(tr("Export PNG"));
@@ -316,7 +330,7 @@ void MainWindow::createMenus() {
     toolbar->addWidget(tree_->positionLabel());
     toolbar->addSeparator();
     toolbar->addAction(localizeUi_->connectAction());
-    toolbar->addAction(remote->action());
+    toolbar->addAction(remote);
     toolbar->addAction(localizeUi_->localizeAction());
     toolbar->addAction(localizeUi_->localizeAllAction());
     toolbar->addSeparator();
@@ -626,65 +640,6 @@ void MainWindow::updateVerdict() {
 void MainWindow::onCurrentTensorChanged(std::optional<std::size_t> tensor) {
     drill_->showTensor(tensor);
     elements_->showTensor(tensor);
-}
-
-QString MainWindow::markdownReport() const {
-    ReportView view;
-    view.reference = reference_;
-    view.candidate = candidate_;
-    view.selectedTensor = drill_->currentTensor();
-    view.problems = problems_->lines();
-    for (const auto& g : warnings_->groups()) {
-        if (g.severity == Severity::Warning) {
-            view.problems << tr("warning: %1 · %2 · %3 finding(s)")
-                                 .arg(QString::fromStdString(std::string(g.code.name())),
-                                      g.module.empty() ? tr("bundle")
-                                                       : QString::fromStdString(g.module))
-                                 .arg(g.items.size());
-        }
-    }
-
-    return ttrace::ui::markdownReport(*model_, view);
-}
-
-bool MainWindow::exportPng(const QString& path, QWidget* widget, QString* error) {
-    drill_->replotNow();
-    return saveWidgetPng(widget ? widget : this, path, error);
-}
-
-void MainWindow::exportPngInteractive(QWidget* widget, const QString& what) {
-    const auto path = QFileDialog::getSaveFileName(
-        this, tr("Export %1 as PNG").arg(what),
-        defaultExportPath(candidate_, what, QStringLiteral("png"), QDateTime::currentDateTime()),
-        tr("PNG images (*.png)"));
-    if (path.isEmpty()) {
-        return;
-    }
-    QString error;
-    if (exportPng(path, widget, &error)) {
-        statusBar()->showMessage(tr("Saved %1").arg(QDir::toNativeSeparators(path)), 5000);
-    } else {
-        QMessageBox::warning(this, tr("Export failed"), error);
-    }
-}
-
-void MainWindow::exportMarkdownInteractive() {
-    const auto path = QFileDialog::getSaveFileName(this, tr("Export Markdown report"),
-                                                   defaultExportPath(candidate_, tr("report"),
-                                                                     QStringLiteral("md"),
-                                                                     QDateTime::currentDateTime()),
-                                                   tr("Markdown (*.md)"));
-    if (path.isEmpty()) {
-        return;
-    }
-    QFile file(path);
-    if (!file.open(QIODevice::WriteOnly | QIODevice::Truncate) ||
-        file.write(markdownReport().toUtf8()) < 0) {
-        QMessageBox::warning(this, tr("Export failed"),
-                             QStringLiteral("%1: %2").arg(path, file.errorString()));
-        return;
-    }
-    statusBar()->showMessage(tr("Saved %1").arg(QDir::toNativeSeparators(path)), 5000);
 }
 
 void MainWindow::dragEnterEvent(QDragEnterEvent* event) {

@@ -32,7 +32,7 @@ from ttrace.capture.replay_record import grad_owners, module_buffers
 
 from .agent import serve
 from .rank_channel import RankChannel
-from .relaunch_layout import LayoutError, RelaunchLayout, layout_text, relaunch_layout
+from .relaunch_layout import LayoutError, RelaunchLayout, relaunch_layout
 
 log = logging.getLogger("ttrace.agent")
 REPLAY_ENV = "TTRACE_REPLAY"
@@ -200,9 +200,8 @@ def serve_relaunched(tracer: Any, optimizer: Any) -> NoReturn:
         for line in changes or ["the same as captured"]:
             print(f"ttrace serve: code: {line}", file=sys.stderr, flush=True)
         print(
-            f"ttrace serve: layout: captured {layout_text(layout.captured)} on "
-            f"{layout.captured_world} ranks, relaunched {layout_text(layout.relaunched)} on "
-            f"{layout.relaunched_world}"
+            f"ttrace serve: layout: captured {layout.captured_text}, relaunched "
+            f"{layout.relaunched_text}"
             + (
                 f" (each rank replays {len(layout.served)} captured ranks in turn)"
                 if layout.reduced

@@ -22,19 +22,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-TIMES = "\u00d7"  # the multiplication sign, as `ttrace localize` and the explorer write layouts
+from ..bundle.layout_text import parallel_layout_text, ranks_text
+
 # Parallel dimensions a relaunch must keep at the job's size.
 KEPT = ("tp", "pp", "cp", "ep", "vpp")
 
 
 class LayoutError(ValueError):
     """This relaunch's layout cannot host the captured job's replays at all."""
-
-
-def layout_text(sizes: Mapping[str, int]) -> str:
-    """`TP2\u00d7DP2`, as the explorer and `ttrace localize` show a layout; `1 device` if none."""
-    parts = [f"{k.upper()}{int(v)}" for k, v in sizes.items() if int(v) > 1]
-    return TIMES.join(parts) if parts else "1 device"
 
 
 @dataclass(frozen=True)
@@ -45,6 +40,15 @@ class RelaunchLayout:
     relaunched_world: int
     served: tuple[int, ...]  # captured ranks this rank serves, in replay order
     served_dp: tuple[int, ...]  # their data-parallel ranks in the job
+
+    @property
+    def captured_text(self) -> str:
+        """The captured job's layout in the core's words: "TP2 x DP2, 4 ranks"."""
+        return parallel_layout_text(self.captured, self.captured_world)
+
+    @property
+    def relaunched_text(self) -> str:
+        return parallel_layout_text(self.relaunched, self.relaunched_world)
 
     @property
     def reduced(self) -> bool:
@@ -58,7 +62,7 @@ class RelaunchLayout:
         return (
             f"gradient reduction over data parallel (and the optimizer step it feeds) needs "
             f"{want} data-parallel ranks; this agent has {have} (relaunched "
-            f"{layout_text(self.relaunched)} of the captured {layout_text(self.captured)}): "
+            f"{self.relaunched_text}, of the captured {self.captured_text}): "
             "relaunch with the job's data-parallel size to replay it"
         )
 
@@ -78,26 +82,29 @@ def _coords(record: Mapping[str, Any]) -> dict[str, int]:
 def _check_sizes(captured: dict[str, int], mine: dict[str, int], world: int, cworld: int) -> None:
     wrong = [k for k in KEPT if mine.get(k, 1) != captured.get(k, 1)]
     have, want = mine.get("dp", 1), captured.get("dp", 1)
+    both = (
+        f"the candidate bundle is {parallel_layout_text(captured, cworld)}, this relaunch "
+        f"{parallel_layout_text(mine, world)}"
+    )
     if wrong:
         names = ", ".join(
             f"{k}={captured.get(k, 1)} (this relaunch {mine.get(k, 1)})" for k in wrong
         )
         raise LayoutError(
-            f"the candidate bundle has {cworld} ranks ({layout_text(captured)}), this relaunch "
-            f"{world} ({layout_text(mine)}): a module split over a group needs that group at "
+            f"{both}: a module split over a group needs that group at "
             f"the job's size, here {names}; relaunch with the job's layout, or drop only data "
             "parallelism (e.g. `--dp 1`)"
         )
     if have > want or want % have or have % mine.get("ep", 1):
         raise LayoutError(
-            f"the candidate bundle has {cworld} ranks ({layout_text(captured)}), this relaunch "
-            f"{world} ({layout_text(mine)}): its data-parallel size {have} must divide the "
+            f"{both}: its data-parallel size {have} must divide the "
             f"job's {want} (and be a multiple of ep={mine.get('ep', 1)})"
         )
     if world * (want // have) != cworld:
         raise LayoutError(
-            f"the candidate bundle has {cworld} ranks, this relaunch {world}: with "
-            f"{layout_text(mine)} it should have {cworld // (want // have)}"
+            f"the candidate bundle has {cworld} ranks, this relaunch {world} "
+            f"({parallel_layout_text(mine, world)}): with its sizes it should have "
+            f"{ranks_text(cworld // (want // have))}"
         )
 
 

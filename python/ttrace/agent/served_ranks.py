@@ -25,7 +25,7 @@ from .rank_channel import RankChannel
 from .rank_gate import Aborted, RankGate
 from .rank_worker import RankWorker
 from .reference_feed import ReferenceFeed
-from .relaunch_layout import RelaunchLayout, layout_text
+from .relaunch_layout import RelaunchLayout
 from .replay_context import ReplayContext, unique_params
 from .replay_request import ReplayRequest
 from .shard_codec import error_blob, rank_blob, read_blob
@@ -148,7 +148,7 @@ class ServedRanksWorker:
                 raise AgentError(
                     ErrorCode.LAYOUT_TOO_SMALL,
                     f"{req.module}: parameter {mname}.{pname} is held as {list(held)} in this "
-                    f"relaunch ({layout_text(self.layout.relaunched)}), captured rank {ctx.rank} "
-                    f"held {list(own.shape)} ({layout_text(self.layout.captured)}): it is split "
+                    f"relaunch ({self.layout.relaunched_text}), captured rank {ctx.rank} "
+                    f"held {list(own.shape)} ({self.layout.captured_text}): it is split "
                     "over a group this relaunch lacks; relaunch with the job's layout",
                 )

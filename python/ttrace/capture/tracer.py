@@ -122,6 +122,33 @@ class Tracer:
         # (written as the manifest's `start`, docs/bundle-format.md).
         # Not `self.start`: that is the implicit-mode method.
         self.start_point = dict(start) if start is not None else None
+        self._resolve_layout(wrapped, parallel, rank, world_size)
+        self._plan_capture(perturbations, iterations, micro_batches, kinds, modules)
+        if os.environ.get("TTRACE_REPLAY") == "1":
+            # A relaunch by `ttrace serve`: serve replays from the bundles instead of training.
+            from ttrace.agent.relaunch import serve_relaunched
+
+            serve_relaunched(self, optimizer)  # ends the process when serving ends
+        self._open_writer(memory_cap_bytes, on_write_error == "raise")
+        self._install_hooks()
+        self._explicit_step = False
+        self._variant_loop: str | None = None  # the variants loop running, if any
+        self._stepped: set[tuple[str, int]] = set()
+        self._per_step_from: int | None = None
+        self._warned_per_step = False
+        self._closed = False
+        self._record: RankRecord | None = None
+        atexit.register(self._atexit)
+
+    def _resolve_layout(
+        self,
+        wrapped: list[nn.Module],
+        parallel: ParallelInfo | None,
+        rank: int | None,
+        world_size: int | None,
+    ) -> None:
+        """This rank, the world, and the job's parallel layout (given, a pipelining stage's,
+        or read from the model) with its gradient convention."""
         distributed = dist.is_available() and dist.is_initialized()
         self.rank = rank if rank is not None else (dist.get_rank() if distributed else 0)
         self.world_size = (
@@ -132,12 +159,23 @@ class Tracer:
         self.parallel, self.grad_convention = resolve_parallel(
             parallel, wrapped, self.rank, self.world_size
         )
+
+    def _plan_capture(
+        self,
+        perturbations: int | Perturbation,
+        iterations: Sequence[int] | None,
+        micro_batches: Sequence[int] | None,
+        kinds: Sequence[str] | None,
+        modules: ModuleSpec,
+    ) -> None:
+        """What is captured: the perturbed variants, the steps and kinds, the modules (by
+        their canonical names) and the placement inference over them."""
         self.perturbation = (
             perturbations
             if isinstance(perturbations, Perturbation)
             else Perturbation(count=int(perturbations))
         )
-        if role == "candidate" and self.perturbation.count:
+        if self.role == "candidate" and self.perturbation.count:
             raise ValueError("only a reference has perturbed variants")
         self.state = CaptureState(
             iterations=set(iterations) if iterations is not None else None,
@@ -151,34 +189,37 @@ class Tracer:
         self.calls = CallStructure()
         self.inference = PlacementInference(self.names, self.parallel, self.calls)
         self.table = ModuleTable()
-        if os.environ.get("TTRACE_REPLAY") == "1":
-            # A relaunch by `ttrace serve`: serve replays from the bundles instead of training.
-            from ttrace.agent.relaunch import serve_relaunched
 
-            serve_relaunched(self, optimizer)  # ends the process when serving ends
+    def _open_writer(self, memory_cap_bytes: int, stop_on_write_error: bool) -> None:
+        """The capture's id, its rank file writer and the status file other ranks and the
+        launcher read; announces the bytes per iteration."""
         capture_id = self._start_capture()
         self.capture_id = capture_id
         writer = BundleWriter(
-            self.out_dir, self.rank, self.world_size, role, self.parallel.coords()
+            self.out_dir, self.rank, self.world_size, self.role, self.parallel.coords()
         )
         status = RankStatus(
             capture_id=capture_id,
             rank=self.rank,
             world_size=self.world_size,
-            role=role,
+            role=self.role,
             coords=dict(writer.coords),
             parallel=self.parallel.sizes(),
             precision=self.precision,
             variants=self._variants_written(),
-            model=model_name,
+            model=self.model_name,
         )
         status.write(self.out_dir)
         # A failed write (a full disk) stops the capture; "warn" keeps the job training.
-        self.writer = AsyncWriter(writer, memory_cap_bytes, status, on_write_error == "raise")
+        self.writer = AsyncWriter(writer, memory_cap_bytes, status, stop_on_write_error)
         self.writer.estimate = CaptureEstimate(
-            self.selected, self.state, len(status.variants), self.rank, optimizer is not None
+            self.selected, self.state, len(status.variants), self.rank, self.optimizer is not None
         )
         self.writer.estimate.announce()  # rank 0: the bytes per iteration, before any step
+
+    def _install_hooks(self) -> None:
+        """The module, pipeline, routing, optimizer, clipping and call hooks, installed on the
+        selected modules of the roots."""
         self.hooks = ModuleHooks(
             self.names,
             self.inference,
@@ -229,8 +270,8 @@ class Tracer:
         )
         self.expert_rows.install()
         self.opt_hooks = (
-            OptimizerHooks(optimizer, self.hooks, self.state, self._after_optimizer_step)
-            if optimizer is not None
+            OptimizerHooks(self.optimizer, self.hooks, self.state, self._after_optimizer_step)
+            if self.optimizer is not None
             else None
         )
         # The global gradient norm and clip coefficient, where the framework computes them.
@@ -241,16 +282,8 @@ class Tracer:
         self.recorder = CallRecorder(self.names, self.state)
         self.recorder.install([m for m in self.selected if m not in inside])
         self.opt_snapshot = (
-            OptimizerSnapshot(optimizer, self.state) if optimizer is not None else None
+            OptimizerSnapshot(self.optimizer, self.state) if self.optimizer is not None else None
         )
-        self._explicit_step = False
-        self._variant_loop: str | None = None  # the variants loop running, if any
-        self._stepped: set[tuple[str, int]] = set()
-        self._per_step_from: int | None = None
-        self._warned_per_step = False
-        self._closed = False
-        self._record: RankRecord | None = None
-        atexit.register(self._atexit)
 
     def _collective(self) -> bool:
         return (

@@ -70,35 +70,66 @@ void appendDivergentTable(QString& md, const LayerTreeModel& model, const QStrin
     md += '\n';
 }
 
-} // namespace
+// The run's header: the engine's report when the comparison finished, else what is known.
+QString markdownHead(const MarkdownSnapshot& snapshot) {
+    QString md = QStringLiteral("# TTrace Explorer report\n\n");
+    if (snapshot.result) {
+        // The engine's report covers the whole run (the same text the CLI prints).
+        md += demoteHeadings(QString::fromStdString(diffResultToMarkdown(*snapshot.result)))
+                  .trimmed();
+        md += QStringLiteral("\n\n");
+        return md;
+    }
+    md += QStringLiteral("| | |\n|---|---|\n");
+    md += QStringLiteral("| Reference | `%1` |\n").arg(cell(snapshot.reference));
+    md += QStringLiteral("| Candidate | `%1` |\n").arg(cell(snapshot.candidate));
+    md += QStringLiteral("| Tensors | %1 compared (comparison not finished) |\n\n")
+              .arg(snapshot.compared);
+    return md;
+}
 
-QString markdownReport(const LayerTreeModel& model, const ReportView& view) {
+QString firstDivergenceText(const LayerTreeModel& model) {
+    const QString first = model.firstDivergentModule();
+    if (first.isEmpty()) {
+        return {};
+    }
+    QString md = QStringLiteral("The run first diverges at `%1`").arg(first);
+    if (const ModuleResult* m = model.results().module(first.toStdString());
+        m && m->origin != Origin::None) {
+        md += QStringLiteral(" (%1)").arg(qstr(originName(m->origin)));
+    }
+    return md + QStringLiteral(".\n\n");
+}
+
+QString selectedTensorText(const ResultSet& results, const ReportView& view) {
+    if (!view.selectedTensor || *view.selectedTensor >= results.size()) {
+        return {};
+    }
+    QString md = QStringLiteral("### Selected tensor\n\n| Property | Value |\n|---|---|\n");
+    for (const auto& [property, value] : tensorStatsRows(results.tensor(*view.selectedTensor))) {
+        md += QStringLiteral("| %1 | %2 |\n").arg(cell(property), cell(value));
+    }
+    return md + '\n';
+}
+
+QString problemsText(const QStringList& problems) {
+    if (problems.isEmpty()) {
+        return {};
+    }
+    QString md = QStringLiteral("### Problems shown in the window\n\n");
+    for (const auto& p : problems) {
+        md += QStringLiteral("- %1\n").arg(p);
+    }
+    return md + '\n';
+}
+
+// "## Current view" to the end: what the window shows under its step filter and selection.
+QString viewSections(const LayerTreeModel& model, const ReportView& view) {
     const ResultSet& results = model.results();
     const StepFilter& filter = model.stepFilter();
-    QString md = QStringLiteral("# TTrace Explorer report\n\n");
-    if (const DiffResult* r = results.final()) {
-        // The engine's report covers the whole run (the same text the CLI prints).
-        md += demoteHeadings(QString::fromStdString(diffResultToMarkdown(*r))).trimmed();
-        md += QStringLiteral("\n\n");
-    } else {
-        md += QStringLiteral("| | |\n|---|---|\n");
-        md += QStringLiteral("| Reference | `%1` |\n").arg(cell(view.reference));
-        md += QStringLiteral("| Candidate | `%1` |\n").arg(cell(view.candidate));
-        md += QStringLiteral("| Tensors | %1 compared (comparison not finished) |\n\n")
-                  .arg(results.size());
-    }
-
-    md += QStringLiteral("## Current view: %1\n\n").arg(stepText(filter));
-    const QString first = model.firstDivergentModule();
+    QString md = QStringLiteral("## Current view: %1\n\n").arg(stepText(filter));
+    md += firstDivergenceText(model);
     const QStringList divergent = model.divergentModules();
-    if (!first.isEmpty()) {
-        md += QStringLiteral("The run first diverges at `%1`").arg(first);
-        if (const ModuleResult* m = results.module(first.toStdString());
-            m && m->origin != Origin::None) {
-            md += QStringLiteral(" (%1)").arg(qstr(originName(m->origin)));
-        }
-        md += QStringLiteral(".\n\n");
-    }
     // The engine's table already covers every step; a narrowed view gets its own.
     const bool narrowed = filter.iteration || filter.microBatch || !results.isFinal();
     if (narrowed && !divergent.isEmpty()) {
@@ -107,25 +138,30 @@ QString markdownReport(const LayerTreeModel& model, const ReportView& view) {
     } else if (divergent.isEmpty() && results.size() > 0) {
         md += QStringLiteral("Every tensor in this view is within its round-off tolerance.\n\n");
     }
-
-    if (view.selectedTensor && *view.selectedTensor < results.size()) {
-        md += QStringLiteral("### Selected tensor\n\n| Property | Value |\n|---|---|\n");
-        for (const auto& [property, value] :
-             tensorStatsRows(results.tensor(*view.selectedTensor))) {
-            md += QStringLiteral("| %1 | %2 |\n").arg(cell(property), cell(value));
-        }
-        md += '\n';
-    }
-
-    if (!view.problems.isEmpty()) {
-        md += QStringLiteral("### Problems shown in the window\n\n");
-        for (const auto& p : view.problems) {
-            md += QStringLiteral("- %1\n").arg(p);
-        }
-        md += '\n';
-    }
+    md += selectedTensorText(results, view);
+    md += problemsText(view.problems);
     md += QStringLiteral("_Generated by TTrace Explorer._\n");
     return md;
+}
+
+} // namespace
+
+MarkdownSnapshot markdownSnapshot(const LayerTreeModel& model, const ReportView& view) {
+    MarkdownSnapshot snapshot;
+    snapshot.result = model.results().finalShared();
+    snapshot.reference = view.reference;
+    snapshot.candidate = view.candidate;
+    snapshot.compared = model.results().size();
+    snapshot.viewSections = viewSections(model, view);
+    return snapshot;
+}
+
+QString renderMarkdown(const MarkdownSnapshot& snapshot) {
+    return markdownHead(snapshot) + snapshot.viewSections;
+}
+
+QString markdownReport(const LayerTreeModel& model, const ReportView& view) {
+    return renderMarkdown(markdownSnapshot(model, view));
 }
 
 } // namespace ttrace::ui

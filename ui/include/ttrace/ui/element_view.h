@@ -11,7 +11,6 @@
 
 class QComboBox;
 class QLabel;
-class QProgressBar;
 class QPushButton;
 class QTableView;
 
@@ -24,6 +23,7 @@ namespace ttrace::ui {
 class ElementInspector;
 class ElementTableModel;
 class LayerTreeModel;
+class ProgressCancelWidget;
 class SliceErrorPlot;
 
 class ElementView : public QWidget {
@@ -44,6 +44,8 @@ public:
     [[nodiscard]] SliceErrorPlot* slicePlot() const { return slices_; }
     [[nodiscard]] QComboBox* dimensionBox() const { return dimension_; }
     [[nodiscard]] QLabel* statusLabel() const { return status_; }
+    // The inspection's bar and Cancel: the same widget as loading's, localize's and export's.
+    [[nodiscard]] ProgressCancelWidget* progress() const { return progress_; }
     void replotNow();
 
 signals:
@@ -63,8 +65,7 @@ private:
     QLabel* status_;
     QComboBox* dimension_;
     QPushButton* run_;
-    QPushButton* cancel_;
-    QProgressBar* progress_;
+    ProgressCancelWidget* progress_;
     QTableView* view_;
     SliceErrorPlot* slices_;
     QString reference_;

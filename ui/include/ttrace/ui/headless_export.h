@@ -10,6 +10,7 @@
 namespace ttrace::ui {
 
 class MainWindow;
+struct ExportOutcome;
 
 class HeadlessExport : public QObject {
     Q_OBJECT
@@ -25,6 +26,8 @@ signals:
 
 private:
     void onLoadingFinished(bool ok);
+    // The files are written: their paths (or why not), then the verdict.
+    void finish(const ExportOutcome& outcome);
 
     MainWindow* window_;
     QString screenshot_;

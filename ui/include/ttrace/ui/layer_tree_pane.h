@@ -66,6 +66,10 @@ protected:
     bool eventFilter(QObject* watched, QEvent* event) override; // Esc clears the filter
 
 private:
+    void createNavigationActions();
+    void createFilterWidgets();
+    void layOut();
+    void connectViewAndModel();
     void applySearch();
     void updatePosition();
     void applyStepFilter();

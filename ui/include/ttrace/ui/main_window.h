@@ -4,6 +4,8 @@
 // files, drag and drop) and export. The logic lives in the panes and models.
 #include "ttrace/compare/diff_result.h"
 #include "ttrace/report/report_open.h"
+#include "ttrace/ui/models/export_file.h"
+#include "ttrace/ui/models/markdown_report.h"
 #include "ttrace/ui/models/recent_bundles.h"
 
 #include <QImage>
@@ -11,6 +13,7 @@
 #include <QString>
 
 #include <memory>
+#include <vector>
 
 class QAction;
 class QDockWidget;
@@ -21,6 +24,8 @@ namespace ttrace::ui {
 
 class DrillDownPane;
 class ElementView;
+class ExportController;
+struct ExportOutcome;
 class HeadlineBar;
 class LayerTreeModel;
 class LayerTreePane;
@@ -82,8 +87,19 @@ public:
 
     // Markdown report of the current view (step filter, selection, problems).
     [[nodiscard]] QString markdownReport() const;
-    // Renders `widget` (the whole window when null) to a PNG after replotting.
+    // Renders `widget` (the whole window when null) to a PNG after replotting, here and now.
     bool exportPng(const QString& path, QWidget* widget = nullptr, QString* error = nullptr);
+    // What an export of this window writes. The picture and the view are taken now, on the GUI
+    // thread; the encoding, rendering and writing are left to the export runner.
+    [[nodiscard]] ExportFile pngExportOf(const QString& path, QWidget* widget = nullptr);
+    [[nodiscard]] ExportFile markdownExport(const QString& path) const;
+    // The final result as `ttrace diff --json` writes it; null bytes-maker while comparing.
+    [[nodiscard]] ExportFile jsonExport(const QString& path) const;
+    // Runs the window's exports off the GUI thread, with the status bar's export progress.
+    [[nodiscard]] ExportController* exports() const { return exports_; }
+    [[nodiscard]] ProgressCancelWidget* exportProgress() const { return exportProgress_; }
+    // Starts `files` on the export runner; `interactive` says a failure in a message box.
+    void startExport(std::vector<ExportFile> files, bool interactive);
 
 signals:
     // Loading ended (finished, failed or cancelled); `ok` is false when a bundle is broken.
@@ -100,7 +116,16 @@ protected:
     void dropEvent(QDropEvent* event) override;
 
 private:
+    void createPanes();
     void createMenus();
+    void connectLoader();
+    QAction* addOpenActions(QMenu* file);
+    // The export and copy entries; returns the window's PNG export (also on the toolbar).
+    QAction* addExportActions(QMenu* file);
+    void createViewMenu();
+    QAction* createModuleMenu();
+    void createHelpMenu();
+    void createToolBar(QAction* open, QAction* exportWindow, QAction* remote);
     void createStatusBar();
     void chooseAndOpen();
     void chooseAndOpenReport();
@@ -110,6 +135,12 @@ private:
     void rebuildRecentMenu();
     void exportPngInteractive(QWidget* widget, const QString& what);
     void exportMarkdownInteractive();
+    void exportJsonInteractive();
+    void createExports();
+    void onExportFinished(const ExportOutcome& outcome);
+    // The path the user chose for an export of `what`, or empty.
+    [[nodiscard]] MarkdownSnapshot markdownExportSnapshot() const;
+    QString chooseExportPath(const QString& what, const QString& suffix, const QString& filter);
     void onLoadStarted();
     void onMetadata(const ttrace::Manifest& reference, const ttrace::Manifest& candidate);
     void onProblems(const ttrace::Diagnostics& problems, bool fatal);
@@ -138,6 +169,9 @@ private:
     QLabel* progressText_ = nullptr;           // the status line: what loading does, how it ended
     QAction* cancel_ = nullptr;
     QAction* swap_ = nullptr;
+    ExportController* exports_ = nullptr;
+    ProgressCancelWidget* exportProgress_ = nullptr; // the running export's bar and Cancel
+    bool exportInteractive_ = false;                 // the running export came from a menu
     HeadlineBar* headline_;
     WarningsModel* warnings_;
     WarningsDock* warningsDock_;

@@ -1,7 +1,8 @@
 #pragma once
-// The status bar's progress and Cancel for one kind of background job (loading, localizing):
-// an optional text, a bar and a button, shown while the job runs and hidden when it ends. The
-// button triggers the job's cancel action, so the menu entry and its shortcut stay one path.
+// The progress and Cancel of one kind of background job (loading, localizing, exporting,
+// inspecting elements): an optional text, a bar and a button, shown while the job runs and
+// hidden when it ends. The button triggers the job's cancel action, so the menu entry and its
+// shortcut stay one path.
 #include <QString>
 #include <QWidget>
 
@@ -18,6 +19,7 @@ public:
     // `cancel` is the job's cancel action: enabled only while the job runs.
     ProgressCancelWidget(QAction* cancel, const QString& buttonText, QWidget* parent = nullptr);
 
+    [[nodiscard]] QAction* cancelAction() const { return cancel_; }
     [[nodiscard]] QProgressBar* bar() const { return bar_; }
     [[nodiscard]] QPushButton* cancelButton() const { return button_; }
     [[nodiscard]] QLabel* label() const { return label_; }

@@ -1,8 +1,7 @@
 #pragma once
-// Renders a widget (and its children) to a PNG file with QWidget::grab; works under the
-// offscreen platform, so CI can make the same screenshots as a desktop.
+// Renders a widget (and its children) to an image with QWidget::grab, for a PNG export; works
+// under the offscreen platform, so CI can make the same screenshots as a desktop. GUI thread only.
 #include <QImage>
-#include <QString>
 
 class QWidget;
 
@@ -10,7 +9,5 @@ namespace ttrace::ui {
 
 // Renders at the widget's device pixel ratio.
 QImage renderWidget(QWidget* widget);
-// Writes the rendering; on failure returns false and says why in `error`.
-bool saveWidgetPng(QWidget* widget, const QString& path, QString* error = nullptr);
 
 } // namespace ttrace::ui

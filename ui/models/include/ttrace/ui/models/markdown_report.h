@@ -7,6 +7,7 @@
 #include <QString>
 #include <QStringList>
 
+#include <memory>
 #include <optional>
 
 namespace ttrace::ui {
@@ -20,5 +21,20 @@ struct ReportView {
 };
 
 QString markdownReport(const LayerTreeModel& model, const ReportView& view);
+
+// The report in two parts, so the costly one can be made off the GUI thread: what only the
+// window knows (the current view's sections) is taken on the GUI thread; the engine's report of
+// the whole run is rendered later from the shared result.
+struct MarkdownSnapshot {
+    std::shared_ptr<const DiffResult> result; // the final result; null while comparing
+    QString reference;
+    QString candidate;
+    std::size_t compared = 0; // tensors compared so far, while comparing
+    QString viewSections;     // "## Current view" to the end
+};
+
+MarkdownSnapshot markdownSnapshot(const LayerTreeModel& model, const ReportView& view);
+// Safe on any thread: reads only the snapshot.
+QString renderMarkdown(const MarkdownSnapshot& snapshot);
 
 } // namespace ttrace::ui

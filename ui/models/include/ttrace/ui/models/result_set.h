@@ -25,6 +25,8 @@ public:
 
     [[nodiscard]] bool isFinal() const { return final_ != nullptr; }
     [[nodiscard]] const DiffResult* final() const { return final_.get(); }
+    // The same, shared: for work that outlives this set (an export rendering it elsewhere).
+    [[nodiscard]] std::shared_ptr<const DiffResult> finalShared() const { return final_; }
     [[nodiscard]] const std::vector<TensorResult>& tensors() const;
     [[nodiscard]] const TensorResult& tensor(std::size_t index) const { return tensors()[index]; }
     [[nodiscard]] std::size_t size() const { return tensors().size(); }
