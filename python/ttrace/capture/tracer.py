@@ -264,7 +264,7 @@ class Tracer:
             self.names,
             self.parallel,
             self.state,
-            capture_id,
+            self.capture_id,
             self.collective_timeout_s,
             self.routing.rows,
         )
