@@ -1,11 +1,13 @@
 """Parameters after a clipped Adam step, through the real `ttrace diff`: module `a`'s main
 gradient is halved in the candidate's gradient reduction (the bug), which lowers the global
 norm, so the candidate's clip coefficient is larger than the reference's and every other
-gradient of the step moves by the ratio. Adam's update is scale-free except through eps: module
-`b`'s tiny gradient elements (a few hundred eps) move its parameter far beyond round-off. `b`'s own gradients agree;
-its parameter moved only because the global coefficient differs: it is judged after the
-coefficient (clean, "moved by the clip coefficient"), never "introduced"; `a` is introduced (in
-the gradient reduction). A learning-rate bug of `b` on top stays divergent and introduced.
+gradient of the step moves by the ratio. Adam's update is scale-free except through eps:
+module `b`'s tiny gradient elements (a few hundred eps) move its parameter far beyond
+round-off. `b`'s own gradients agree; its parameter moved only because the global coefficient
+differs: it is judged after the coefficient (clean, "moved by the clip coefficient"), never
+"introduced"; `a` is introduced (in the gradient reduction). A learning-rate bug of `b` on top
+stays divergent and introduced. A norm that misses `a`'s gradients (every gradient right) is
+the clipping's divergence: nothing excused, no module introduced.
 
 Bundles are written with numpy (the steps computed here in float64, stored as float32), with
 two perturbed reference variants for empirical tolerances."""
