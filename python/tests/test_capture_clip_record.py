@@ -1,7 +1,9 @@
 """The manifest's `gradient_clipping` section: the global gradient norm and clip coefficient of
 each captured step, recorded where torch computes them (`clip_grad_norm_`, and
-`clip_grads_with_norm_` with a norm computed elsewhere, as torchtitan does); none for a run that
-never clips, and the functions are torch's own again after `close()`."""
+`clip_grads_with_norm_` with a norm computed elsewhere, as torchtitan does), or through
+`record_gradient_clip` by a program that clips by its own code; none for a run that never clips,
+and the functions are torch's own again after `close()`, also after two tracers alive at once
+closed out of order."""
 
 from __future__ import annotations
 
