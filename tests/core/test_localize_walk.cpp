@@ -292,6 +292,10 @@ private slots:
                            clip.toString() + ")") != std::string::npos,
                  text.c_str());
         QVERIFY2(text.find("wrong global norm") != std::string::npos, text.c_str());
+        // The JSON carries the record the conclusion names.
+        const auto json = localizeResultToJson(r, {});
+        QVERIFY2(json.find("\"clipping\": {") != std::string::npos, json.c_str());
+        QVERIFY2(json.find("\"consistent\": false") != std::string::npos, json.c_str());
 
         // Without a clip record the phase is named as before.
         d.clipping.clear();

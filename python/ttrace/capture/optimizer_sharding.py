@@ -17,6 +17,7 @@ Any other optimizer declares nothing, and the diff falls back to what the placem
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -32,28 +33,29 @@ def _name(obj: Any) -> str:
     return f"{cls.__module__}.{cls.__qualname__}"
 
 
-def _fsdp_modules(roots: Sequence[nn.Module]) -> Iterator[nn.Module]:
-    kinds: list[type] = []
-    try:
-        from torch.distributed.fsdp import FSDPModule, FullyShardedDataParallel
+def _loaded(module: str, *names: str) -> tuple[type, ...]:
+    """Classes of a module the job has imported, never importing it here: a job that uses
+    them has (importing `torch.distributed.optim` scripts functional optimizers with
+    TorchScript, which fails in some environments)."""
+    found = sys.modules.get(module)
+    return tuple(c for n in names if isinstance(c := getattr(found, n, None), type))
 
-        kinds = [FSDPModule, FullyShardedDataParallel]
-    except ImportError:  # a torch without FSDP
+
+def _fsdp_modules(roots: Sequence[nn.Module]) -> Iterator[nn.Module]:
+    kinds = _loaded("torch.distributed.fsdp", "FSDPModule", "FullyShardedDataParallel")
+    if not kinds:
         return
     for root in roots:
         for module in root.modules():
-            if isinstance(module, tuple(kinds)):
+            if isinstance(module, kinds):
                 yield module
 
 
 def _sharded_leaf(leaf: Any) -> bool:
     if getattr(leaf, "_get_model_param_range_map", None) is not None:
         return True
-    try:
-        from torch.distributed.optim import ZeroRedundancyOptimizer
-    except ImportError:
-        return False
-    return isinstance(leaf, ZeroRedundancyOptimizer)
+    zero = _loaded("torch.distributed.optim.zero_redundancy_optimizer", "ZeroRedundancyOptimizer")
+    return bool(zero) and isinstance(leaf, zero)
 
 
 def _unsharded_leaf(leaf: Any) -> bool:
