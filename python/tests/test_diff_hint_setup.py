@@ -4,7 +4,8 @@ whose main gradients and parameters are held as flat ranges. Declaring nothing, 
 read as a distributed optimizer and the step's divergence is hinted `dist-opt-wrong-offset`;
 declaring an unsharded optimizer (the manifest's `optimizer_sharding`, as the capture writes it
 for torch's own optimizers), that class is never named and the hint points at the update
-itself. And the capture declares it: torch's Adam, unsharded."""
+itself; a malformed declaration is one `manifest-optimizer` warning and the placements decide.
+And the capture declares it: torch's Adam, unsharded."""
 
 from __future__ import annotations
 
@@ -78,14 +79,17 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         "ref": reference(work / "ref", p, g, rng),
         "undeclared": flat_candidate(work / "undeclared", p, g, None),
         "unsharded": flat_candidate(work / "unsharded", p, g, unsharded),
+        "malformed": flat_candidate(work / "malformed", p, g, {"sharded": "no"}),
     }
 
 
-def step_hint(ref: Path, cand: Path) -> dict:
+def step_hint(ref: Path, cand: Path, out: list[str] | None = None) -> dict:
     report = cand.parent / f"{cand.name}.json"
     cmd = [str(ttrace_binary()), "diff", "--no-cache", "--json", str(report), str(ref), str(cand)]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 1, proc.stdout + proc.stderr
+    if out is not None:
+        out.append(proc.stdout + proc.stderr)
     rep = json.loads(report.read_text())
     (after,) = [t for t in rep["tensors"] if t["id"]["kind"] == "param_after_step"]
     assert after["status"] == "divergent", after
@@ -101,6 +105,14 @@ def test_a_declared_unsharded_optimizer_is_never_hinted_as_one(runs: dict[str, P
     hint = step_hint(runs["ref"], runs["unsharded"])
     assert hint["bug_class"] != "dist-opt-wrong-offset", hint
     assert "learning rate" in hint["text"], hint
+
+
+def test_a_malformed_declaration_is_named_and_the_placements_decide(
+    runs: dict[str, Path],
+) -> None:
+    out: list[str] = []
+    assert step_hint(runs["ref"], runs["malformed"], out)["bug_class"] == "dist-opt-wrong-offset"
+    assert "optimizer_sharding needs a boolean 'sharded'" in out[0], out[0]
 
 
 def test_the_capture_declares_torchs_optimizer_unsharded(tmp_path: Path) -> None:
