@@ -26,6 +26,7 @@ and varlen attention, torch.compile, float8.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from importlib.metadata import version
 from pathlib import Path
@@ -118,6 +119,12 @@ def test_injected_bug_is_found_in_its_module(name: str, reference: Path, tmp_pat
         ]
         assert {"layers.1.attention.wo", "lm_head"} <= {t["id"]["module"] for t in moved}, text
         assert all(t["status"] == "clean" for t in moved), text
+        # Declared, not inferred: FSDP2 shards the optimizer's state, the reference's AdamW not.
+        sharding = {
+            side: json.loads((path / "manifest.json").read_text())["optimizer_sharding"]["sharded"]
+            for side, path in (("reference", reference), ("candidate", cand))
+        }
+        assert sharding == {"reference": False, "candidate": True}, sharding
     else:
         assert len(innocent) <= 1, text
 
