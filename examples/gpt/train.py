@@ -221,7 +221,9 @@ def main(argv: Sequence[str] | None = None) -> None:
                     forward_backward_no_pipelining(forward_step, args.micro_batches, pcfg.bugs)
                 finalize_grads(params, ps, optimizer if pcfg.dist_optimizer else None)
                 if args.clip_grad > 0:
-                    clip_grad_norm(params, args.clip_grad, ps)
+                    norm = clip_grad_norm(params, args.clip_grad, ps)
+                    # Clipping by its own code: no torch function records it for the comparison.
+                    ttc.record_gradient_clip(norm, args.clip_grad, "examples.gpt.clip")
                 optimizer.hyper.lr = lr_schedule.lr(it)
                 optimizer.step()
             # Iteration 0 includes warm-up; the untraced routing-record pass is not timed.

@@ -1,7 +1,9 @@
 """The manifest's `gradient_clipping` section: the global gradient norm and clip coefficient of
 each captured step, recorded where torch computes them (`clip_grad_norm_`, and
-`clip_grads_with_norm_` with a norm computed elsewhere, as torchtitan does); none for a run that
-never clips, and the functions are torch's own again after `close()`."""
+`clip_grads_with_norm_` with a norm computed elsewhere, as torchtitan does), or through
+`record_gradient_clip` by a program that clips by its own code; none for a run that never clips,
+and the functions are torch's own again after `close()`, also after two tracers alive at once
+closed out of order."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from ttrace.capture import Tracer
+from ttrace.capture import Tracer, record_gradient_clip
 
 ClipFn = Callable[[list[nn.Parameter]], torch.Tensor | None]
 
@@ -64,3 +66,53 @@ def test_a_norm_computed_elsewhere_is_recorded_where_it_is_applied(tmp_path: Pat
 def test_no_section_without_clipping(tmp_path: Path) -> None:
     manifest, _ = train(tmp_path / "b", lambda ps: None)
     assert "gradient_clipping" not in manifest
+
+
+def test_a_clipping_of_the_programs_own_is_recorded_through_the_api(tmp_path: Path) -> None:
+    def clip(params: list[nn.Parameter]) -> torch.Tensor:
+        norm = torch.stack([p.grad.norm() for p in params]).norm()
+        coefficient = 0.5 / (float(norm) + 1e-6)
+        if coefficient < 1.0:
+            for p in params:
+                p.grad.mul_(coefficient)
+        record_gradient_clip(norm, 0.5, source="tests.own_clip")
+        return norm
+
+    manifest, norms = train(tmp_path / "b", clip)
+    steps = manifest["gradient_clipping"]["steps"]
+    assert [(s["iteration"], s["source"]) for s in steps] == [
+        (1, "tests.own_clip"),
+        (2, "tests.own_clip"),
+    ]
+    for s, norm in zip(steps, norms[1:], strict=True):
+        assert math.isclose(s["total_norm"], norm, rel_tol=1e-7)
+        assert s["coefficient"] < 1.0
+
+
+def test_outside_a_tracer_the_api_records_nothing() -> None:
+    record_gradient_clip(torch.tensor(3.0), 1.0)  # no tracer open: nothing to record into
+
+
+def _step(tracer: Tracer, model: nn.Module, it: int) -> None:
+    with tracer.step(it):
+        model(torch.randn(3, 4)).square().sum().backward()
+        nn.utils.clip_grad_norm_(list(model.parameters()), 1e-3)
+
+
+def test_two_tracers_closed_out_of_order_leave_torch_as_it_was(tmp_path: Path) -> None:
+    original = torch.nn.utils.clip_grad._clip_grads_with_norm_
+    first, second = nn.Linear(4, 2), nn.Linear(4, 2)
+    a = Tracer(first, None, tmp_path / "a", role="reference", iterations=[0])
+    b = Tracer(second, None, tmp_path / "b", role="reference", iterations=[0, 1])
+    _step(a, first, 0)
+    _step(b, second, 0)
+    a.close()  # the first one closes first: the second still records
+    assert torch.nn.utils.clip_grad._clip_grads_with_norm_ is not original
+    _step(b, second, 1)
+    b.close()
+    assert torch.nn.utils.clip_grad._clip_grads_with_norm_ is original
+    steps_a = json.loads((tmp_path / "a" / "manifest.json").read_text())["gradient_clipping"]
+    steps_b = json.loads((tmp_path / "b" / "manifest.json").read_text())["gradient_clipping"]
+    # Each tracer recorded the clip calls of its own steps, once each.
+    assert [s["iteration"] for s in steps_a["steps"]] == [0]
+    assert [s["iteration"] for s in steps_b["steps"]] == [0, 1]

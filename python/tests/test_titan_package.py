@@ -13,7 +13,8 @@ TP2, tensor-parallel rank 1's partial sum in `layers.0.feed_forward.w2`'s output
 scaled by 1 + 1e-3 (first forward divergence there, introduced); FSDP2, block 0's gradients
 averaged instead of summed (a gradient reduction bug: block 0's main gradients diverge first,
 and the other parameters, whose clipped gradients move by the clip coefficient, are read as
-moved by it).
+moved by it; so are their parameters after Adam's step, which move with the coefficient through
+eps where a gradient is tiny: no innocent module is introduced).
 
 CPU shims (`titan_pkg/cpu_shims.py`), device choices only: the mesh's device type; torchtitan's
 causal SDPA inner attention instead of FlexAttention (no backward on CPU); FSDP2's own
@@ -25,6 +26,7 @@ and varlen attention, torch.compile, float8.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from importlib.metadata import version
 from pathlib import Path
@@ -105,16 +107,24 @@ def test_injected_bug_is_found_in_its_module(name: str, reference: Path, tmp_pat
     innocent = [m for m in introduced if not (m.startswith(guilty) or guilty.startswith(m + "."))]
     assert introduced and introduced[0] not in innocent, text
     if bug == "fsdp":
-        # Known gap: Adam's update moves with the coefficient through eps where a gradient is
-        # tiny; the parameters after the clipped step are not judged after it. Nothing else of
-        # an innocent module diverges at that step.
-        own = {
-            t["id"]["kind"]
+        # The innocent parameters after the clipped step are judged after the coefficient
+        # (Adam's step re-evaluated at the coefficient ratio): none is introduced, and nothing
+        # of an innocent module diverges at that step.
+        assert innocent == [], text
+        moved = [
+            t
             for t in report["tensors"]
-            if t["id"]["module"] in innocent and t["status"] == "divergent"
-            if t["id"]["iteration"] == 0
+            if t["id"]["kind"] == "param_after_step" and t["id"]["iteration"] == 0
+            if any(f["code"] == "clip-coefficient" for f in t["findings"])
+        ]
+        assert {"layers.1.attention.wo", "lm_head"} <= {t["id"]["module"] for t in moved}, text
+        assert all(t["status"] == "clean" for t in moved), text
+        # Declared, not inferred: FSDP2 shards the optimizer's state, the reference's AdamW not.
+        sharding = {
+            side: json.loads((path / "manifest.json").read_text())["optimizer_sharding"]["sharded"]
+            for side, path in (("reference", reference), ("candidate", cand))
         }
-        assert own <= {"param_after_step"}, own
+        assert sharding == {"reference": False, "candidate": True}, sharding
     else:
         assert len(innocent) <= 1, text
 

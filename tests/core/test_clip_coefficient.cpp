@@ -81,8 +81,16 @@ private slots:
         QVERIFY(r.clipping[0].candidateNormError > 0.1);
         for (const auto& t : r.tensors) {
             QCOMPARE(t.status, Status::Divergent);
+            // The factor alone explains it: the clipping's divergence, not its module's.
+            QCOMPARE(t.findings.back().code, std::string("clip-coefficient"));
         }
+        QCOMPARE(r.clipping[0].moved, std::size_t{3});
         QVERIFY(r.clipping[0].toString().find("wrong global norm") != std::string::npos);
+        // Its gradients before the reduction agree: the module inherits the divergence from
+        // the clipping, it does not introduce it.
+        r.tensors.push_back(scaled(TensorKind::ParamGrad, "weight", 1.0, 1.0));
+        assembleVerdicts(r, {{"layers.0", 0, 0, "Linear", {}}});
+        QCOMPARE(r.module("layers.0")->origin, Origin::Inherited);
     }
 
     void withoutARecordedCoefficientNothingChanges() {

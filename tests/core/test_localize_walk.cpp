@@ -262,6 +262,49 @@ private slots:
         QCOMPARE(r.guiltyParameters, (Names{"layers.0.mlp"}));
     }
 
+    void aStepMovedByTheClipCoefficientEntersAtTheClipping() {
+        // Every gradient agrees; every parameter after the step diverges, and the diff's clip
+        // record says the candidate clipped with another coefficient, from a wrong norm. The
+        // step, fed the reference's gradients, agrees: the divergence enters at the clipping,
+        // named with the diff's own words on it.
+        std::vector<TensorResult> t;
+        for (const auto& m : {"embedding", "layers.0.mlp", "loss"}) {
+            t.push_back(tensor(m, TensorKind::ParamGrad, 0, 0, 0.3));
+            t.push_back(tensor(m, TensorKind::MainGrad, 0, -1, 0.4));
+            t.push_back(tensor(m, TensorKind::ParamAfterStep, 0, -1, 30.0));
+        }
+        auto d = diffOf(kModules, t);
+        ClipComparison clip;
+        clip.iteration = 0;
+        clip.referenceNorm = 2.0;
+        clip.candidateNorm = 1.9;
+        clip.factor = 2.0 / 1.9;
+        clip.candidateNormError = 0.05;
+        clip.referenceNormError = 1e-7;
+        d.clipping = {clip};
+        ScriptedJudge agrees;
+        const auto r = walkDivergence(d, std::ref(agrees), {});
+        QCOMPARE(r.start->phase, LocalizePhase::Step);
+        QVERIFY(r.enteredUnreplayed());
+        QVERIFY(r.clipping.has_value());
+        const auto text = localizeConclusion(r);
+        QVERIFY2(text.find("enters where no module runs: the gradient clipping (" +
+                           clip.toString() + ")") != std::string::npos,
+                 text.c_str());
+        QVERIFY2(text.find("wrong global norm") != std::string::npos, text.c_str());
+        // The JSON carries the record the conclusion names.
+        const auto json = localizeResultToJson(r, {});
+        QVERIFY2(json.find("\"clipping\": {") != std::string::npos, json.c_str());
+        QVERIFY2(json.find("\"consistent\": false") != std::string::npos, json.c_str());
+
+        // Without a clip record the phase is named as before.
+        d.clipping.clear();
+        const auto plain = localizeConclusion(walkDivergence(d, std::ref(agrees), {}));
+        QVERIFY2(plain.find("the gradient clipping (its global norm and coefficient) or the "
+                            "optimizer step's own inputs") != std::string::npos,
+                 plain.c_str());
+    }
+
     void unreplayableDivergencesAreUndetermined() {
         const auto d = diffOf(kModules, everythingDiverges({"layers.1", "layers.1.attn"}));
         ScriptedJudge judge{

@@ -105,6 +105,17 @@ double adamUpdateChange(const AdamStep& s, AdamQuantity q, const AdamElement& e)
     return std::isfinite(change) ? change : 0.0;
 }
 
+double adamScaledGradientChange(const AdamStep& s, AdamQuantity q, const AdamElement& e,
+                                double factor) {
+    const double x = effectiveGradient(s, e);
+    AdamElement scaled = e;
+    scaled.grad = e.grad * factor;
+    const Moments prev = momentsBefore(s, e, x);
+    const double change =
+        stepValue(s, q, prev, effectiveGradient(s, scaled)) - stepValue(s, q, prev, x);
+    return std::isfinite(change) ? change : 0.0;
+}
+
 std::vector<double> gradientRoundoff(std::span<const double> grad,
                                      const std::vector<std::span<const double>>& variants,
                                      double gradTolerance, double safety) {

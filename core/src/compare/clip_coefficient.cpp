@@ -1,10 +1,12 @@
 #include "compare/clip_coefficient.h"
 
+#include "compare/clip_adam_step.h"
 #include "compare/signature_text.h"
 #include "ttrace/compare/verdict.h"
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <sstream>
 
 namespace ttrace {
@@ -98,29 +100,71 @@ double rescaledError(const TensorMetrics& m, double scale) {
     return std::sqrt(std::max(e2, 0.0));
 }
 
-// Re-judges the step's divergent tensors after the factor; returns how many it cleared.
-std::size_t judgeAfterFactor(DiffResult& r, const ClipComparison& c, bool afterClip) {
+// The error of a step tensor once the factor is taken out, and what was taken out; nothing
+// for a tensor the coefficient does not move (or that cannot be re-evaluated).
+struct AfterFactor {
+    double error = 0.0;
+    std::string how;
+};
+
+std::optional<AfterFactor> afterFactor(const TensorResult& t, const ComparisonContext* ctx,
+                                       const ClipComparison& c, bool afterClip, double gradScale) {
+    if (t.id.kind == TensorKind::ParamAfterStep) {
+        const auto error = ctx ? paramErrorAfterClip(*ctx, t, c.factor, gradScale) : std::nullopt;
+        if (!error) {
+            return std::nullopt;
+        }
+        return AfterFactor{*error, "Adam's step re-evaluated at x" + formatFactor(c.factor) +
+                                       " its gradient (the candidate's coefficient over the "
+                                       "reference's)"};
+    }
+    const int power = clipPower(t, afterClip);
+    if (power == 0) {
+        return std::nullopt;
+    }
+    const double expected = std::pow(c.factor, power);
+    return AfterFactor{rescaledError(t.metrics, expected),
+                       "x" + std::to_string(expected) +
+                           " (the candidate's coefficient over the reference's" +
+                           (power == 2 ? ", squared" : "") + ")"};
+}
+
+// The divergent tensors of the step that the factor explains: judged after it (clean) when the
+// candidate's norm is its gradients', else left divergent and attributed to the clipping (a
+// wrong global norm moved them, not their own module). Returns how many.
+std::size_t judgeAfterFactor(DiffResult& r, const ComparisonContext* ctx, const ClipComparison& c,
+                             bool afterClip, double gradScale) {
     std::size_t moved = 0;
     for (auto& t : r.tensors) {
-        const int power = clipPower(t, afterClip);
-        if (t.id.iteration != c.iteration || t.status != Status::Divergent || power == 0 ||
+        if (t.id.iteration != c.iteration || t.status != Status::Divergent ||
             t.structure != StructuralChange::None) {
             continue;
         }
-        const double expected = std::pow(c.factor, power);
-        const double error = rescaledError(t.metrics, expected);
-        const double ratio = toleranceRatio(error, t.tolerance.value);
-        if (tensorVerdict(ratio, t.tolerance) != Status::Clean) {
+        const auto after = afterFactor(t, ctx, c, afterClip, gradScale);
+        const double ratio = after ? toleranceRatio(after->error, t.tolerance.value) : HUGE_VAL;
+        if (!after || tensorVerdict(ratio, t.tolerance) != Status::Clean) {
             continue;
         }
-        t.ratio = ratio;
-        t.status = Status::Clean;
-        t.hint = {};
-        t.findings.push_back(makeWarning(
-            DiagnosticCode::ClipCoefficient, "tensor " + t.id.path(),
-            "moved by the clip coefficient: judged after x" + std::to_string(expected) +
-                " (the candidate's coefficient over the reference's" +
-                (power == 2 ? ", squared" : "") + "): relative error " + formatFactor(error)));
+        const std::string error = ": relative error " + formatFactor(after->error);
+        if (c.consistent) {
+            t.ratio = ratio;
+            t.status = Status::Clean;
+            t.hint = {};
+            t.findings.push_back(
+                makeWarning(DiagnosticCode::ClipCoefficient, "tensor " + t.id.path(),
+                            "moved by the clip coefficient: judged after " + after->how + error));
+        } else {
+            // A class the signature named for the clipping itself stays.
+            if (t.hint.bugClass != "grad-clip-no-mp-reduce") {
+                t.hint = {"", "moved by the clip coefficient only: gradient clipping used a "
+                              "wrong global norm"};
+            }
+            t.findings.push_back(makeWarning(
+                DiagnosticCode::ClipCoefficient, "tensor " + t.id.path(),
+                "moved by the clip coefficient, from a wrong global norm: within its tolerance "
+                "after " +
+                    after->how + error));
+        }
         ++moved;
     }
     return moved;
@@ -149,11 +193,17 @@ std::string ClipComparison::toString() const {
             << "): gradient clipping used a wrong global norm (a part missing or counted twice, "
                "e.g. a model-parallel reduction of the norm), which moves every gradient and "
                "optimizer state of the step";
+        if (moved > 0) {
+            out << " (" << moved
+                << " divergent tensors of the step are that factor alone: the clipping's, not "
+                   "their modules')";
+        }
     }
     return out.str();
 }
 
-void judgeClipCoefficient(DiffResult& r, const Manifest& reference, const Manifest& candidate) {
+void judgeClipCoefficient(DiffResult& r, const Manifest& reference, const Manifest& candidate,
+                          const ComparisonContext* context) {
     std::vector<std::int64_t> iterations;
     for (const auto& s : candidate.clipSteps) {
         iterations.push_back(s.iteration);
@@ -183,9 +233,7 @@ void judgeClipCoefficient(DiffResult& r, const Manifest& reference, const Manife
             kFloat32UnitRoundoff *
             std::log2(static_cast<double>(std::max<std::int64_t>(norms.elements, 2)));
         c.consistent = c.candidateNormError <= kSafety * std::max(c.referenceNormError, floor);
-        if (c.consistent) {
-            c.moved = judgeAfterFactor(r, c, afterClip);
-        }
+        c.moved = judgeAfterFactor(r, context, c, afterClip, afterClip ? 1.0 : ref->coefficient);
         r.clipping.push_back(c);
     }
 }

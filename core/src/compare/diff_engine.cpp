@@ -242,7 +242,10 @@ DiffResult finishDiff(const Bundle& reference, const Bundle& candidate, const Di
     }
     judgeCarriedState(result, ReductionPaths::build(reference, candidate));
     judgeConventionFactor(result, candidate.manifest());
-    judgeClipCoefficient(result, reference.manifest(), candidate.manifest());
+    if (!candidate.manifest().clipSteps.empty()) {
+        const auto context = contextFor(reference, candidate, options);
+        judgeClipCoefficient(result, reference.manifest(), candidate.manifest(), &context);
+    }
     assembleVerdicts(result, reference.manifest().modules);
     const auto environment = environmentDiff(reference.manifest(), candidate.manifest());
     if (applyDrift(result, environment, reference.manifest().modules) > 0) {

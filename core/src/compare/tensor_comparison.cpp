@@ -231,6 +231,10 @@ std::optional<NoiseFloor> stateFloor(const ComparisonContext& ctx, const TensorI
 }
 
 bool shardsOptimizerState(const Bundle& candidate) {
+    // Declared before inferred: what the job's optimizer is decides.
+    if (const auto& declared = candidate.manifest().optimizerSharding) {
+        return declared->sharded;
+    }
     const auto tp = candidate.manifest().parallel.find("tp");
     const std::size_t tpSize =
         tp == candidate.manifest().parallel.end() ? 1 : static_cast<std::size_t>(tp->second);

@@ -56,7 +56,8 @@ Tolerance toleranceFor(const ComparisonContext& context, const TensorId& id, DTy
 // floors through iterations a filtered diff does not compare.
 std::optional<NoiseFloor> stateFloor(const ComparisonContext& context, const TensorId& id);
 
-// Whether the candidate shards its optimizer's state over data parallelism: main gradients or
+// Whether the candidate shards its optimizer's state over data parallelism: as its manifest
+// declares it (optimizer_sharding); in bundles that declare nothing, main gradients or
 // optimizer state held as flat ranges (a distributed optimizer) or in more disjoint pieces
 // than tensor parallelism makes (FSDP).
 bool shardsOptimizerState(const Bundle& candidate);

@@ -72,7 +72,17 @@ struct Entry {
     std::int64_t iteration;
     TensorKind kind;
     double ratio;
+    // Divergent by the clip coefficient alone (a wrong global norm: clip_coefficient.h): the
+    // clipping's divergence, which the module inherits.
+    bool clipMoved = false;
 };
+
+bool movedByClipping(const TensorResult& t) {
+    return t.status == Status::Divergent &&
+           std::any_of(t.findings.begin(), t.findings.end(), [](const Diagnostic& d) {
+               return d.code == DiagnosticCode::ClipCoefficient;
+           });
+}
 
 class OriginAnalysis {
 public:
@@ -82,7 +92,8 @@ public:
             // Drift (drift.h) is no divergence to localize: a module is blamed for, or
             // inherits, only what is beyond it.
             const double ratio = t.status == Status::Drift ? std::min(t.ratio, 1.0) : t.ratio;
-            const Entry e{moduleIndex(t.id.module), t.id.iteration, t.id.kind, ratio};
+            const Entry e{moduleIndex(t.id.module), t.id.iteration, t.id.kind, ratio,
+                          movedByClipping(t)};
             (compared(t) ? entries_ : uncompared_).push_back(e);
         }
     }
@@ -109,6 +120,10 @@ public:
             m.outputRatio = out;
             m.inputRatio = inputRatio(mi, firstIter, phase);
             m.origin = classifyOrigin(m.inputRatio, m.outputRatio);
+            // Only the clip coefficient moved what the step wrote: inherited from the clipping.
+            if (m.origin == Origin::Introduced && ownOutputRatio(mi, firstIter, phase) <= 1.0) {
+                m.origin = Origin::Inherited;
+            }
             if (phase == Phase::Backward && m.origin == Origin::Inherited &&
                 seedsBackward(mi, firstIter)) {
                 m.origin = Origin::Introduced;
@@ -179,6 +194,18 @@ private:
         return ownSeedDiverges && maxOf(mi, iter, Phase::Forward, true) <= 1.0;
     }
     int order(std::size_t mi) const { return result_.modules[mi].order; }
+
+    // The worst output of the phase that the clip coefficient alone does not explain.
+    double ownOutputRatio(std::size_t mi, std::int64_t iter, Phase phase) const {
+        double worst = 0.0;
+        for (const auto& e : entries_) {
+            if (e.module == mi && e.iteration == iter && !e.clipMoved &&
+                isPhaseOutput(phase, e.kind)) {
+                worst = std::max(worst, e.ratio);
+            }
+        }
+        return worst;
+    }
 
     double maxOf(std::size_t mi, std::optional<std::int64_t> iter, Phase phase,
                  bool outputs) const {

@@ -347,6 +347,7 @@ std::optional<Manifest> readManifest(const std::filesystem::path& bundleDir, Dia
     }
     readModules(*root, where, *m, out);
     m->optimizer = readOptimizerSection(*root, where, out);
+    m->optimizerSharding = readOptimizerSharding(*root, where, out);
     m->gradientConvention = readConventionSection(*root, where, out);
     m->clipSteps = readClippingSection(*root, where, out);
     m->start = readStartSection(*root, where, out);

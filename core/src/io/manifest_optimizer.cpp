@@ -136,4 +136,24 @@ std::optional<OptimizerConfig> readOptimizerSection(const json& root, const std:
     return std::nullopt;
 }
 
+std::optional<OptimizerSharding> readOptimizerSharding(const nlohmann::json& root,
+                                                       const std::string& where, Diagnostics& out) {
+    if (!root.contains("optimizer_sharding") || root.at("optimizer_sharding").is_null()) {
+        return std::nullopt;
+    }
+    const auto& s = root.at("optimizer_sharding");
+    if (!s.is_object() || !s.contains("sharded") || !s.at("sharded").is_boolean()) {
+        out.push_back(makeWarning(DiagnosticCode::ManifestOptimizer, where,
+                                  "optimizer_sharding needs a boolean 'sharded'; the optimizer's "
+                                  "sharding is read from the placements instead"));
+        return std::nullopt;
+    }
+    OptimizerSharding sharding;
+    sharding.sharded = s.at("sharded").get<bool>();
+    if (s.contains("source") && s.at("source").is_string()) {
+        sharding.source = s.at("source").get<std::string>();
+    }
+    return sharding;
+}
+
 } // namespace ttrace

@@ -17,4 +17,9 @@ namespace ttrace {
 std::optional<OptimizerConfig> readOptimizerSection(const nlohmann::json& root,
                                                     const std::string& where, Diagnostics& out);
 
+// The manifest's optional "optimizer_sharding" ({"sharded": bool, "source": string}); nothing
+// when absent or malformed (then with one warning in `out`).
+std::optional<OptimizerSharding> readOptimizerSharding(const nlohmann::json& root,
+                                                       const std::string& where, Diagnostics& out);
+
 } // namespace ttrace

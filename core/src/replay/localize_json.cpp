@@ -103,6 +103,11 @@ std::string localizeResultToJson(const LocalizeResult& r, const LocalizeContext&
                                  {"kind", tensorKindName(r.entry->kind)},
                                  {"index", r.entry->index}}
                           : json(nullptr)},
+        {"clipping", r.clipping ? json{{"iteration", r.clipping->iteration},
+                                       {"factor", num(r.clipping->factor)},
+                                       {"consistent", r.clipping->consistent},
+                                       {"text", r.clipping->toString()}}
+                                : json(nullptr)},
         {"introduced", r.introduced()},
         {"undetermined", r.undetermined()},
         {"conclusion", localizeConclusion(r)},

@@ -31,10 +31,21 @@ std::string cell(std::string text) {
     return text;
 }
 
-// Where a divergence that no replayed module introduces must enter, by the phase it starts in.
-std::string unreplayedEntry(const DivergenceStart& start) {
+// Where a divergence that no replayed module introduces must enter, by the phase it starts in;
+// the gradient clipping by name, with the diff's words on it, when the step's recorded clip
+// coefficients differ.
+std::string unreplayedEntry(const DivergenceStart& start,
+                            const std::optional<ClipComparison>& clipping) {
     const char* where = "the gradient reduction, the gradient clipping (its global norm and "
                         "coefficient) or the optimizer step of an earlier iteration";
+    const std::string head =
+        "no replayed module introduces it, yet the run diverges from iteration " +
+        std::to_string(start.iteration) + ", " + std::string(localizePhaseName(start.phase)) +
+        ": every replayed module agrees given the reference's inputs, so the divergence "
+        "enters where no module runs: ";
+    if (clipping) {
+        return head + "the gradient clipping (" + clipping->toString() + ")";
+    }
     if (start.phase == LocalizePhase::Reduction) {
         where = "the gradient reduction or the gradient clipping (its global norm and "
                 "coefficient)";
@@ -42,11 +53,7 @@ std::string unreplayedEntry(const DivergenceStart& start) {
         where = "the gradient clipping (its global norm and coefficient) or the optimizer "
                 "step's own inputs (learning rate, state)";
     }
-    return "no replayed module introduces it, yet the run diverges from iteration " +
-           std::to_string(start.iteration) + ", " + std::string(localizePhaseName(start.phase)) +
-           ": every replayed module agrees given the reference's inputs, so the divergence "
-           "enters where no module runs: " +
-           where;
+    return head + where;
 }
 
 } // namespace
@@ -107,7 +114,7 @@ std::string localizeConclusion(const LocalizeResult& r) {
         return text;
     }
     if (r.enteredUnreplayed()) {
-        return unreplayedEntry(*r.start);
+        return unreplayedEntry(*r.start, r.clipping);
     }
     // Named modules (no walk): say which could not be judged rather than "every module agrees".
     const auto unjudged = std::count_if(r.verdicts.begin(), r.verdicts.end(), [](const auto& v) {

@@ -139,6 +139,24 @@ void walkOptimizer(const DiffResult& diff, const DivergenceStart& start, Walker&
     result.guiltyParameters.assign(modules.begin(), modules.end());
 }
 
+// The clipped step whose coefficient can have moved what diverges first: the start's own
+// iteration's (a divergence from its gradient reduction or step), else the iteration before.
+std::optional<ClipComparison> clippingBefore(const DiffResult& diff,
+                                             const std::optional<DivergenceStart>& start) {
+    if (!start) {
+        return std::nullopt;
+    }
+    const bool ownStep =
+        start->phase == LocalizePhase::Reduction || start->phase == LocalizePhase::Step;
+    const auto iteration = ownStep ? start->iteration : start->iteration - 1;
+    for (const auto& c : diff.clipping) {
+        if (c.iteration == iteration) {
+            return c;
+        }
+    }
+    return std::nullopt;
+}
+
 } // namespace
 
 std::string_view localizePhaseName(LocalizePhase phase) {
@@ -242,6 +260,7 @@ LocalizeResult walkDivergence(const DiffResult& diff, const JudgeFn& judge,
     const auto t0 = std::chrono::steady_clock::now();
     LocalizeResult result;
     result.start = firstDivergenceStart(diff);
+    result.clipping = clippingBefore(diff, result.start);
     const auto at = replayStart(diff);
     Walker walker(judge, callbacks, result);
     if (at && isOptimizerPhase(at->phase)) {

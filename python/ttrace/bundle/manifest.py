@@ -45,6 +45,9 @@ class Manifest:
     # The global gradient norm and clip coefficient of each clipped step, where the framework
     # computed them (capture/clip_record.py); absent when nothing clipped and in older bundles.
     gradient_clipping: dict[str, Any] | None = None
+    # Whether the optimizer's state is sharded over data parallelism, and what declares it
+    # (capture/optimizer_sharding.py); absent where nothing declares it and in older bundles.
+    optimizer_sharding: dict[str, Any] | None = None
     # What a relaunch from the bundles needs (`ttrace serve`): launch, code fingerprint,
     # call templates, buffer digests. Candidates only; absent in older bundles.
     replay: dict[str, Any] | None = None
@@ -148,6 +151,11 @@ class Manifest:
                 if self.gradient_clipping is not None
                 else {}
             ),
+            **(
+                {"optimizer_sharding": self.optimizer_sharding}
+                if self.optimizer_sharding is not None
+                else {}
+            ),
             **({"replay": self.replay} if self.replay is not None else {}),
             **({"start": self.start} if self.start is not None else {}),
             **({"environment": self.environment} if self.environment is not None else {}),
@@ -190,6 +198,7 @@ class Manifest:
             optimizer=data.get("optimizer"),
             gradient_convention=data.get("gradient_convention"),
             gradient_clipping=data.get("gradient_clipping"),
+            optimizer_sharding=data.get("optimizer_sharding"),
             replay=data.get("replay"),
             start=data.get("start"),
             environment=data.get("environment"),
@@ -216,6 +225,7 @@ def write_manifest(
     optimizer: Mapping[str, Any] | None = None,
     gradient_convention: Mapping[str, Any] | None = None,
     gradient_clipping: Mapping[str, Any] | None = None,
+    optimizer_sharding: Mapping[str, Any] | None = None,
     replay: Mapping[str, Any] | None = None,
     capture_id: str | None = None,
     start: Mapping[str, Any] | None = None,
@@ -241,6 +251,7 @@ def write_manifest(
         optimizer=dict(optimizer) if optimizer is not None else None,
         gradient_convention=dict(gradient_convention) if gradient_convention is not None else None,
         gradient_clipping=dict(gradient_clipping) if gradient_clipping is not None else None,
+        optimizer_sharding=dict(optimizer_sharding) if optimizer_sharding is not None else None,
         replay=dict(replay) if replay is not None else None,
         capture_id=capture_id if capture_id is not None else uuid.uuid4().hex,
         start=dict(start) if start is not None else None,

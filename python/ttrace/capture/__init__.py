@@ -2,6 +2,7 @@
 perturbed reference variants, and bundle writing off the training thread."""
 
 from .annotate import annotate
+from .clip_record import record_gradient_clip
 from .environment_record import declare_kernel
 from .errors import TracerError
 from .inference import PlacementInference
@@ -25,5 +26,6 @@ __all__ = [
     "declare_kernel",
     "fp8_cast",
     "machine_eps",
+    "record_gradient_clip",
     "seeded_init",
 ]

@@ -13,7 +13,8 @@ covered: torch's `clip_grads_with_norm_` (what `torch.nn.utils.clip_grad_norm_`,
 `clip_grad_norm_`, the Hugging Face Trainer and accelerate run) and Megatron-core's
 `clip_grad_by_total_norm_fp32` (after its `get_grad_norm_fp32`). The norm they receive is
 already reduced over the job; a DTensor norm (a partial norm) is made whole first, on every
-rank alike, as the clipping itself does.
+rank alike, as the clipping itself does. A program that clips by its own code records its norm
+with `record_gradient_clip`.
 """
 
 from __future__ import annotations
@@ -72,16 +73,33 @@ def _whole(norm: Any) -> torch.Tensor:
     return full() if callable(full) else norm
 
 
-class ClipRecorder:
-    """Wraps the clipping functions while capture runs; one entry per clip call in a step."""
+class _ClipSites:
+    """Process-wide: one wrapper per site while any recorder is open, noting to every open
+    recorder. Two tracers alive in one process, each wrapping the functions on its own, closed
+    out of order would put back the other's wrapper (or drop it): the functions are wrapped
+    once, by the first recorder, and restored by the last one to leave."""
 
-    def __init__(self, state: CaptureState) -> None:
-        self.state = state
-        self.entries: list[ClipEntry] = []
-        self._pending: list[tuple[str, int, torch.Tensor, float, str]] = []
-        self._originals: list[tuple[Any, str, Callable[..., Any]]] = []
+    def __init__(self) -> None:
+        self.recorders: list[ClipRecorder] = []
+        self._wrapped: list[tuple[Any, str, Callable[..., Any], Callable[..., Any]]] = []
 
-    def install(self) -> None:
+    def enter(self, recorder: ClipRecorder) -> None:
+        if not self.recorders:
+            self._wrap_all()
+        self.recorders.append(recorder)
+
+    def leave(self, recorder: ClipRecorder) -> None:
+        if recorder not in self.recorders:
+            return
+        self.recorders.remove(recorder)
+        if not self.recorders:
+            self._restore_all()
+
+    def note(self, total_norm: Any, max_norm: float, source: str) -> None:
+        for recorder in list(self.recorders):
+            recorder.note(total_norm, max_norm, source)
+
+    def _wrap_all(self) -> None:
         for module_name, attr, source in _SITES:
             try:
                 module = importlib.import_module(module_name)
@@ -90,24 +108,60 @@ class ClipRecorder:
             original = getattr(module, attr, None)
             if original is None:
                 continue
-            setattr(module, attr, self._wrap(original, source))
-            self._originals.append((module, attr, original))
+            wrapper = self._wrap(original, source)
+            setattr(module, attr, wrapper)
+            self._wrapped.append((module, attr, original, wrapper))
 
-    def remove(self) -> None:
-        for module, attr, original in reversed(self._originals):
-            setattr(module, attr, original)
-        self._originals.clear()
-        self.flush()
+    def _restore_all(self) -> None:
+        for module, attr, original, wrapper in reversed(self._wrapped):
+            # Something the program installed over ours after us stays: it holds ours, which
+            # notes to no recorder now.
+            if getattr(module, attr, None) is wrapper:
+                setattr(module, attr, original)
+        self._wrapped.clear()
 
     def _wrap(self, original: Callable[..., Any], source: str) -> Callable[..., Any]:
         def clip(parameters: Any, max_norm: float, total_norm: Any, *args: Any, **kw: Any) -> Any:
-            self._note(total_norm, max_norm, source)
+            self.note(total_norm, max_norm, source)
             return original(parameters, max_norm, total_norm, *args, **kw)
 
         clip.__wrapped__ = original  # type: ignore[attr-defined]
         return clip
 
-    def _note(self, total_norm: Any, max_norm: float, source: str) -> None:
+
+_SITES_IN_USE = _ClipSites()
+
+
+def record_gradient_clip(
+    total_norm: torch.Tensor | float,
+    max_norm: float,
+    source: str = "ttrace.capture.record_gradient_clip",
+) -> None:
+    """Records a clipped step whose clipping the program computes itself (no function of torch
+    or Megatron-core applies the coefficient): the global norm, reduced over the job as the
+    clipping uses it, and the threshold. Call it in the step, where the clipping runs, on every
+    rank; outside a captured step (or with no tracer open) it does nothing. The coefficient is
+    recorded as `min(max_norm / (total_norm + 1e-6), 1)`, the one torch and Megatron-core
+    apply."""
+    _SITES_IN_USE.note(total_norm, float(max_norm), source)
+
+
+class ClipRecorder:
+    """Notes each clip call of a captured step while its tracer is open; one entry per call."""
+
+    def __init__(self, state: CaptureState) -> None:
+        self.state = state
+        self.entries: list[ClipEntry] = []
+        self._pending: list[tuple[str, int, torch.Tensor, float, str]] = []
+
+    def install(self) -> None:
+        _SITES_IN_USE.enter(self)
+
+    def remove(self) -> None:
+        _SITES_IN_USE.leave(self)
+        self.flush()
+
+    def note(self, total_norm: Any, max_norm: float, source: str) -> None:
         s = self.state
         if not (s.in_step and s.wants(-1)):
             return

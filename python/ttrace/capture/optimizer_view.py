@@ -37,11 +37,12 @@ class StateEntry:
     flat_range: tuple[int, int] | None = None  # owned [start, end) of the flattened parameter
 
 
-def _leaves(optimizer: Any, depth: int = 0) -> Iterator[Any]:
+def leaf_optimizers(optimizer: Any, depth: int = 0) -> Iterator[Any]:
+    """The optimizers a `ChainedOptimizer` chains (the optimizer itself otherwise)."""
     chained = getattr(optimizer, "chained_optimizers", None)
     if isinstance(chained, list | tuple) and depth < 8:
         for c in chained:
-            yield from _leaves(c, depth + 1)
+            yield from leaf_optimizers(c, depth + 1)
     elif optimizer is not None:
         yield optimizer
 
@@ -58,13 +59,13 @@ class OptimizerView:
         self.entries: dict[torch.Tensor, StateEntry] = {}
         self.range_maps = [
             rm
-            for leaf in _leaves(optimizer)
+            for leaf in leaf_optimizers(optimizer)
             if (rm := getattr(leaf, "_get_model_param_range_map", None)) is not None
         ]
         # A distributed optimizer: each rank owns a range of each parameter, or nothing.
         self.sharded = bool(self.range_maps)
         self.readable = bool(torch_optimizers(optimizer))
-        for leaf in _leaves(optimizer):
+        for leaf in leaf_optimizers(optimizer):
             self._read(leaf)
 
     def flat_range(self, param: torch.Tensor) -> tuple[int, int] | None:

@@ -57,6 +57,7 @@ from .module_table import ModuleTable, merge_tables
 from .naming import canonical_names, unwrap
 from .optimizer_config import merge_sections
 from .optimizer_hooks import OptimizerHooks
+from .optimizer_sharding import optimizer_sharding
 from .optimizer_snapshot import OptimizerSnapshot
 from .parallel_detect import resolve_parallel
 from .parallel_info import ParallelInfo
@@ -595,6 +596,7 @@ class Tracer:
             optimizer=merge_sections([p[6] for p in gathered]),
             gradient_convention=self.grad_convention.manifest_section(max_mb + 1),
             gradient_clipping=self.clip.section(),
+            optimizer_sharding=optimizer_sharding(self.optimizer, self.roots),
             replay=merge_replay_records([p[7] for p in gathered], self.world_size)
             if self.role == "candidate"
             else None,

@@ -54,6 +54,12 @@ bool adamIllConditioned(const AdamStep& step, const AdamElement& e);
 // max over +-delta of |quantity(g +- delta) - quantity(g)|, the other inputs held.
 double adamUpdateChange(const AdamStep& step, AdamQuantity quantity, const AdamElement& e);
 
+// How far the quantity moves when the step's gradient is scaled by `factor` (another clip
+// coefficient), the moments before the step held: q(factor * g) - q(g). Adam's update is
+// scale-free where sqrt(v_hat) is far above eps and moves by up to lr where it is not.
+double adamScaledGradientChange(const AdamStep& step, AdamQuantity quantity, const AdamElement& e,
+                                double factor);
+
 // Per-element round-off of the gradient: max(tol_g * rms(g), safety * max_k |g_k - g|) over the
 // perturbed variants g_k; 0 where g and every g_k are exactly zero (a gradient that is exactly
 // zero everywhere, e.g. an unused embedding row, carries no round-off).

@@ -27,7 +27,9 @@ struct ClipComparison {
     // the framework's own round-off of the norm, or a norm that misses some gradients.
     double referenceNormError = 0.0, candidateNormError = 0.0;
     bool consistent = false; // the candidate's norm is its gradients' norm within round-off
-    std::size_t moved = 0;   // tensors judged after the factor ("moved by the clip coefficient")
+    // Divergent tensors of the step the factor explains: judged after it ("moved by the clip
+    // coefficient") when consistent; else left divergent, attributed to the clipping.
+    std::size_t moved = 0;
     [[nodiscard]] std::string toString() const; // one sentence for every front end
 };
 

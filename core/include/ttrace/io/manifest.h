@@ -94,6 +94,8 @@ struct Manifest {
     std::string captureId;
     // The optimizer's hyper-parameters per step, when the capture could record them.
     std::optional<OptimizerConfig> optimizer;
+    // Whether its state is sharded over data parallelism, where the job declares it.
+    std::optional<OptimizerSharding> optimizerSharding;
     // How the job reduces gradients, when the capture recorded it (older bundles: not).
     std::optional<GradientConvention> gradientConvention;
     // The global gradient norm and clip coefficient of each clipped step (older bundles and

@@ -39,6 +39,14 @@ struct OptimizerGroup {
     [[nodiscard]] const OptimizerStepInfo* stepAt(std::int64_t iteration) const;
 };
 
+// Whether the optimizer's state is sharded over data parallelism, as the job declares it (the
+// manifest's optional "optimizer_sharding"): a distributed optimizer's range map, ZeRO, a model
+// sharded by FSDP; or torch's and Megatron-core's unsharded optimizers.
+struct OptimizerSharding {
+    bool sharded = false;
+    std::string source; // what declares it, e.g. "torch.optim.adam.Adam"
+};
+
 struct OptimizerConfig {
     OptimizerType type = OptimizerType::AdamW;
     std::vector<OptimizerGroup> groups;

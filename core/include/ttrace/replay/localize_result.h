@@ -2,6 +2,7 @@
 // What `ttrace localize` found: one verdict per replayed module, in the order judged, and the
 // modules (or the optimizer phase and its parameters) that hold the bug.
 #include "ttrace/io/diagnostic.h"
+#include "ttrace/io/gradient_clipping.h"
 #include "ttrace/replay/replay_error.h"
 #include "ttrace/replay/replay_judge.h"
 
@@ -70,6 +71,9 @@ struct LocalizeResult {
     // input diverges (divergence_entry.h): the consumed tensor through which the divergence
     // enters, e.g. the loss's output gradient that the schedule scales.
     std::optional<TensorId> entry;
+    // The diff's clipped step of `start`'s iteration whose coefficients differ (the clip
+    // record): where a divergence no replayed module introduces is named to enter.
+    std::optional<ClipComparison> clipping;
     Diagnostics problems; // transport or agent failures (the walk stopped early)
     bool cancelled = false;
     double seconds = 0.0; // the whole walk
