@@ -108,6 +108,8 @@ def test_correct_run_over_a_chaotic_floor_is_provisional(runs: dict[str, Path]) 
     advice = "floor rests on variants that disagree by more than 100x: capture more variants"
     assert advice in text and advice in md
     assert "UNRESOLVED" in text
+    # No module is blamed offline for a ratio the floor's disagreement can explain.
+    assert all(m["origin"] == "none" for m in doc["modules"]), doc["modules"]
 
 
 def test_the_same_ratio_on_a_stable_floor_is_divergent(runs: dict[str, Path]) -> None:

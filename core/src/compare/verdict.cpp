@@ -79,9 +79,12 @@ public:
     explicit OriginAnalysis(const DiffResult& result)
         : result_(result) {
         for (const auto& t : result.tensors) {
-            // Drift (drift.h) is no divergence to localize: a module is blamed for, or
-            // inherits, only what is beyond it.
-            const double ratio = t.status == Status::Drift ? std::min(t.ratio, 1.0) : t.ratio;
+            // Drift (drift.h) is no divergence to localize, nor a ratio within an unstable
+            // floor's disagreement: a module is blamed for, or inherits, only what is beyond it.
+            const bool capped =
+                t.status == Status::Drift ||
+                (t.status == Status::Clean && unstableOverBound(t.ratio, t.tolerance));
+            const double ratio = capped ? std::min(t.ratio, 1.0) : t.ratio;
             const Entry e{moduleIndex(t.id.module), t.id.iteration, t.id.kind, ratio};
             (compared(t) ? entries_ : uncompared_).push_back(e);
         }
