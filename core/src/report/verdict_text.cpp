@@ -58,7 +58,8 @@ std::string unresolvedCause(const DiffSummary& s) {
                "perturbed variants to judge them)";
     }
     return std::to_string(s.unstableOverBound) +
-           " tensors exceed a floor whose perturbed variants disagree by more than " +
+           (s.unstableOverBound == 1 ? " tensor exceeds" : " tensors exceed") +
+           " a floor whose perturbed variants disagree by more than " +
            formatNumber(kUnstableFloorFactor) +
            "x, by less than they disagree (capture more variants to judge them)";
 }
