@@ -171,6 +171,9 @@ void printDiffSummary(std::ostream& out, const DiffResult& r, std::size_t worstR
     if (const auto provisional = provisionalVerdictText(r); !provisional.empty()) {
         out << provisional << "\n";
     }
+    if (const auto unstable = unstableFloorText(r); !unstable.empty()) {
+        out << unstable << "\n";
+    }
     if (!s.gradientConvention.empty()) {
         out << "gradients  " << s.gradientConvention << "\n";
     }

@@ -4,7 +4,10 @@ header message holds (the rank file's version-2 object headers keep it in dense 
 storage). A DDP candidate on 2 gloo ranks, each holding every other row
 (`ParallelInfo(dp_rows="strided")`, as `DistributedSampler` deals them), against a
 one-process reference with 2 perturbed variants: the activations and their gradients clean,
-every row in place.
+every row in place. The weight gradients sum over all 4000 rows (x 2 tokens), in two strided
+halves on the candidate: their re-ordering round-off is above what the perturbed variants
+measure (ratios 3.4-4.1 before the empirical bound took the reduction's length into account,
+docs/tolerance.md "Long reductions"); they are compared clean too.
 """
 
 from __future__ import annotations
@@ -27,10 +30,6 @@ from torch.nn.parallel import DistributedDataParallel
 import ttrace.capture as ttc
 
 ROWS_PER_RANK, RANKS = 2000, 2
-# The tensors whose rows are the batch's. The weight gradients sum over all 4000 rows, in
-# two halves on the candidate: their reduction-order round-off is above the floor the
-# perturbed reference measures (ratio 3-4), a tolerance question apart from rows and boxes.
-ROW_KINDS = ("forward_input", "forward_output", "output_grad", "input_grad")
 
 
 def _batch() -> torch.Tensor:
@@ -52,7 +51,7 @@ def _step(model: nn.Module, opt: torch.optim.Optimizer, rows: torch.Tensor) -> N
 def _reference(out: Path) -> None:
     model = _net()
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    tracer = ttc.Tracer(model, opt, out, role="reference", perturbations=2, kinds=ROW_KINDS)
+    tracer = ttc.Tracer(model, opt, out, role="reference", perturbations=2)
     for _ in tracer.run_variants():
         with tracer.step(0):
             _step(model, opt, _batch())
@@ -66,7 +65,7 @@ def _candidate_rank(rank: int, port: int, out: Path) -> None:
         model = DistributedDataParallel(_net())
         opt = torch.optim.SGD(model.parameters(), lr=0.1)
         info = ttc.ParallelInfo(dp=RANKS, dp_rank=rank, batch_dim=0, dp_rows="strided")
-        tracer = ttc.Tracer(model, opt, out, parallel=info, kinds=ROW_KINDS)
+        tracer = ttc.Tracer(model, opt, out, parallel=info)
         with tracer.step(0):
             _step(model, opt, _batch()[rank::RANKS])  # rows r, r+n, r+2n, ...
         tracer.close()
@@ -101,7 +100,15 @@ def test_two_thousand_strided_rows_per_rank_compare_clean(tmp_path: Path) -> Non
         text=True,
         timeout=300,
     )
-    s = json.loads(report.read_text())["summary"]
+    doc = json.loads(report.read_text())
+    s = doc["summary"]
     counts = (proc.returncode, s["divergent"], s["invalid"], s["missing"], s["unresolved"])
     assert counts == (0, 0, 0, 0, 0), proc.stdout + proc.stderr
-    assert s["compared"] >= 8, proc.stdout
+    assert s["compared"] >= 20, proc.stdout
+    # The weight gradients' own reduction: batch x tokens rows, each rank's half a partial.
+    grads = [t for t in doc["tensors"] if t["id"]["kind"] in ("param_grad", "main_grad")]
+    assert len(grads) == 8
+    for t in grads:
+        detail = t["tolerance_detail"]
+        assert detail["own_reduction_length"] == ROWS_PER_RANK * RANKS * 2, t["label"]
+        assert detail["value"] > detail["empirical"], t["label"]

@@ -158,6 +158,58 @@ private slots:
         s.overrides.push_back({"*", TensorKind::ForwardOutput, 9e-3}); // later wins
         QCOMPARE(deriveTolerance(s, in).value, 9e-3);
     }
+    void longRowReductionsAddTheirOrderRoundoff() {
+        // A weight gradient summed over 8000 rows in another order: u * sqrt(8000) of float32,
+        // 4 sigmas of the difference of two runs, next to a floor of a few eps.
+        const double u = 0x1p-24;
+        const double order = 4.0 * std::sqrt(2.0 * u * u * 8000.0);
+        QVERIFY(near(reductionOrderTolerance(8000.0, 0.0, u, u), order));
+        auto in = input(TensorKind::ParamGrad);
+        in.floor = NoiseFloor{5e-8, 1e-8, 2, 4e-8, 6e-8};
+        const double empirical = 4.0 * (5e-8 + 2.0 * 1e-8);
+        in.ownReductions = 8000.0;
+        auto t = deriveTolerance({}, in);
+        QVERIFY(near(*t.empirical, empirical));
+        QVERIFY(near(t.reductionOrder, order));
+        QVERIFY(near(t.value, std::hypot(empirical, order)));
+        QCOMPARE(t.ownReductionLength, 8000.0);
+        // Without a reduction of its own the empirical bound stands exactly.
+        in.ownReductions = 0.0;
+        t = deriveTolerance({}, in);
+        QCOMPARE(t.value, empirical);
+        QCOMPARE(t.reductionOrder, 0.0);
+        // Partial sums rounded to bf16 storage before the data-parallel add.
+        const double ub = 0x1p-8;
+        QVERIFY(near(reductionOrderTolerance(64.0, 2.0, u, ub),
+                     4.0 * std::sqrt(2.0 * (u * u * 64.0 + ub * ub * 2.0))));
+    }
+    void variantsThatDisagreeMakeAnUnstableFloor() {
+        const double errs[] = {3e-3, 7e-6};
+        const auto f = noiseFloor(errs);
+        QCOMPARE(f.minSample, 7e-6);
+        QCOMPARE(f.maxSample, 3e-3);
+        const double eps = 0x1p-23;
+        QVERIFY(near(floorDisagreement(f, eps), 3e-3 / 7e-6));
+        auto in = input();
+        in.floor = f;
+        auto t = deriveTolerance({}, in);
+        QVERIFY(unstableFloor(t));
+        QCOMPARE(t.floorMin, 7e-6);
+        // A variant the perturbation did not reach counts as one eps, not zero.
+        const double zero[] = {0.0, 50.0 * eps};
+        QVERIFY(near(floorDisagreement(noiseFloor(zero), eps), 50.0));
+        in.floor = noiseFloor(zero);
+        QVERIFY(!unstableFloor(deriveTolerance({}, in)));
+        // Agreeing samples, a single sample, and a tolerance the floor did not decide.
+        const double agree[] = {1e-6, 1.5e-6};
+        in.floor = noiseFloor(agree);
+        QVERIFY(!unstableFloor(deriveTolerance({}, in)));
+        QCOMPARE(floorDisagreement(noiseFloor(std::span<const double>(errs, 1)), eps), 0.0);
+        ToleranceSettings global;
+        global.global = 1e-3;
+        in.floor = f;
+        QVERIFY(!unstableFloor(deriveTolerance(global, in)));
+    }
     void integerTensorsCompareExactly() {
         ToleranceSettings s;
         s.global = 0.5;

@@ -264,6 +264,44 @@ private slots:
         assembleVerdicts(r, modules());
         QCOMPARE(r.module("layer.fc1")->status, Status::Invalid);
     }
+    void unstableFloorsMakeSmallRatiosProvisional() {
+        Tolerance unstable;
+        unstable.source = ToleranceSource::Empirical;
+        unstable.floorDisagreement = 430.0;
+        QVERIFY(unstableFloor(unstable));
+        QCOMPARE(tensorVerdict(0.9, unstable), Status::Clean);
+        QCOMPARE(tensorVerdict(2.26, unstable), Status::Clean); // provisional
+        QVERIFY(unstableOverBound(2.26, unstable));
+        QCOMPARE(tensorVerdict(431.0, unstable), Status::Divergent); // beyond the disagreement
+        QCOMPARE(tensorVerdict(1e5, unstable), Status::Divergent);   // a zoo bug
+        Tolerance stable = unstable;
+        stable.floorDisagreement = 3.0;
+        QCOMPARE(tensorVerdict(2.26, stable), Status::Divergent);
+        // Counted apart; alone they make the run unresolved (exit 3), never clean.
+        auto run = [&](double otherRatio) {
+            DiffResult r;
+            r.tensors = {syntheticTensor("layer.fc1", TensorKind::ForwardOutput, 2.26),
+                         syntheticTensor("head", TensorKind::ForwardOutput, otherRatio)};
+            r.tensors[0].tolerance = unstable;
+            for (auto& t : r.tensors) {
+                t.status = tensorVerdict(t.ratio, t.tolerance);
+            }
+            assembleVerdicts(r, modules());
+            return r;
+        };
+        auto r = run(0.5);
+        QCOMPARE(r.summary.unstableFloors, std::size_t{1});
+        QCOMPARE(r.summary.unstableOverBound, std::size_t{1});
+        QCOMPARE(r.summary.unstableMaxRatio, 2.26);
+        QCOMPARE(r.summary.maxRatio, 0.5);
+        QCOMPARE(r.summary.divergent, std::size_t{0});
+        QCOMPARE(exitCodeFor(r), 3);
+        QVERIFY(!r.firstForwardDivergence);
+        // A confident divergence elsewhere still decides the run.
+        r = run(5.0);
+        QCOMPARE(exitCodeFor(r), 1);
+        QCOMPARE(*r.firstForwardDivergence, std::string("head"));
+    }
     void cleanRunIsClean() {
         DiffResult r;
         r.tensors = {syntheticTensor("embed", TensorKind::ForwardOutput, 0.9),

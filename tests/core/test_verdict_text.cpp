@@ -5,6 +5,7 @@
 #include "synthetic_results.h"
 #include "ttrace/compare/verdict.h"
 #include "ttrace/io/parallel_layout_text.h"
+#include "ttrace/report/report_markdown.h"
 #include "ttrace/report/verdict_text.h"
 
 #include <QFile>
@@ -162,6 +163,38 @@ private slots:
         QCOMPARE(exitCodeFor(r), 1);
         QVERIFY(verdictLine(r).starts_with("DIVERGENT: 1 tensors diverge"));
         QCOMPARE(provisionalName(Provisional::OptimizerStep), std::string_view("optimizer_step"));
+    }
+    void unstableFloorsAreSaidInEveryText() {
+        // One tensor over a floor whose variants disagree 430x: provisional, and every text
+        // says how many floors are unstable and what settles them.
+        DiffResult r;
+        r.tensors = {syntheticTensor("layer.fc2", TensorKind::ForwardOutput, 2.26),
+                     syntheticTensor("head", TensorKind::ForwardOutput, 0.4)};
+        r.tensors[0].tolerance.source = ToleranceSource::Empirical;
+        r.tensors[0].tolerance.floorDisagreement = 430.0;
+        r.tensors[0].status = tensorVerdict(2.26, r.tensors[0].tolerance);
+        assembleVerdicts(r, modules());
+        QCOMPARE(exitCodeFor(r), 3);
+        const auto line = verdictLine(r);
+        QVERIFY2(line.starts_with("UNRESOLVED: 1 tensor exceeds a floor whose perturbed "
+                                  "variants disagree by more than 100x"),
+                 line.c_str());
+        const auto text = unstableFloorText(r);
+        QVERIFY2(text.starts_with("1 tensor's floor rests on variants that disagree by more "
+                                  "than 100x: capture more variants (--perturbations N); 1 of "
+                                  "them exceeds its tolerance") &&
+                     text.find("(max ratio 2.26)") != std::string::npos,
+                 text.c_str());
+        QCOMPARE(verdictCaveat(r), text);
+        QCOMPARE(tensorVerdictName(r.tensors[0]), std::string_view("provisional"));
+        QVERIFY(diffResultToMarkdown(r).find(text) != std::string::npos);
+        // Within its tolerance it is clean, and the count still says to capture more.
+        r.tensors[0].ratio = 0.5;
+        r.tensors[0].status = tensorVerdict(0.5, r.tensors[0].tolerance);
+        assembleVerdicts(r, modules());
+        QCOMPARE(exitCodeFor(r), 0);
+        QVERIFY(unstableFloorText(r).starts_with("1 tensor's floor rests"));
+        QCOMPARE(tensorVerdictName(r.tensors[0]), std::string_view("clean"));
     }
 };
 

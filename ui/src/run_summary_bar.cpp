@@ -168,7 +168,8 @@ void RunSummaryBar::setCancelled() {
 void RunSummaryBar::setVerdict(const DiffSummary& summary, int divergentModules,
                                const QString& firstDivergence) {
     if (divergentModules == 0 && summary.divergent == 0 && summary.invalid == 0 &&
-        summary.unresolved == 0 && summary.provisionalOverBound == 0) {
+        summary.unresolved == 0 && summary.provisionalOverBound == 0 &&
+        summary.unstableOverBound == 0) {
         setPill(tr("CLEAN  ·  %1 tensors within tolerance  ·  worst ratio %2")
                     .arg(summary.compared)
                     .arg(formatRatio(summary.maxRatio)),
@@ -176,7 +177,8 @@ void RunSummaryBar::setVerdict(const DiffSummary& summary, int divergentModules,
         return;
     }
     if (summary.drift > 0 && summary.divergent == 0 && summary.invalid == 0 &&
-        summary.unresolved == 0 && summary.provisionalOverBound == 0) {
+        summary.unresolved == 0 && summary.provisionalOverBound == 0 &&
+        summary.unstableOverBound == 0) {
         setPill(tr("DRIFT  ·  %1 of %2 tensors within %3x tolerance where kernels differ")
                     .arg(summary.drift)
                     .arg(summary.compared)
@@ -197,6 +199,9 @@ void RunSummaryBar::setVerdict(const DiffSummary& summary, int divergentModules,
     }
     if (summary.provisionalOverBound > 0) { // judged by the analytic bound only
         text += tr("  ·  %1 provisional over the bound").arg(summary.provisionalOverBound);
+    }
+    if (summary.unstableOverBound > 0) { // over a floor whose variants disagree by > 100x
+        text += tr("  ·  %1 provisional over an unstable floor").arg(summary.unstableOverBound);
     }
     if (!firstDivergence.isEmpty()) {
         text += tr("  ·  first: %1").arg(firstDivergence);

@@ -93,6 +93,7 @@ bool compareDirect(const ComparisonContext& ctx, const TensorId& id, TensorResul
         return false;
     }
     addShardErrors(*ref, *cand, r.tolerance.value * finiteRms(stored(*ref)), r);
+    noteUnstableFloor(r);
     out = std::move(r);
     return true;
 }

@@ -222,6 +222,7 @@ std::optional<ReductionPath> ReductionPaths::pathOf(const TensorId& id) const {
     case TensorKind::ParamGrad:
         addBackward(firstLeaf);
         path.reductions += tokens;
+        path.ownReductions = tokens;
         break;
     case TensorKind::Parameter: // after a step: what the step wrote
     case TensorKind::MainGrad:
@@ -231,6 +232,10 @@ std::optional<ReductionPath> ReductionPaths::pathOf(const TensorId& id) const {
         addBackward(firstLeaf);
         path.reductions += tokens * microBatches_;
         path.roundings += gradientReducers_;
+        if (id.kind == TensorKind::MainGrad) {
+            path.ownReductions = tokens * microBatches_;
+            path.ownPartials = gradientReducers_ > 1.0 ? gradientReducers_ : 0.0;
+        }
         break;
     }
     return path;

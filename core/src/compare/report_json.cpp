@@ -215,6 +215,7 @@ json toJson(const TensorResult& t) {
         {"ratio", num(t.ratio)},
         {"error", num(m.relError)},
         {"tolerance", num(tol.value)},
+        {"unstable_floor", unstableFloor(tol)},
         {"provisional", tol.provisional == Provisional::None
                             ? json(nullptr)
                             : json(provisionalName(tol.provisional))},
@@ -245,6 +246,11 @@ json toJson(const TensorResult& t) {
           {"reduction_length", num(tol.reductionLength)},
           {"storage_roundings", num(tol.storageRoundings)},
           {"carried_parameter_error", num(tol.carriedParameterError)},
+          {"reduction_order", num(tol.reductionOrder)},
+          {"own_reduction_length", num(tol.ownReductionLength)},
+          {"floor_min", num(tol.floorMin)},
+          {"floor_max", num(tol.floorMax)},
+          {"floor_disagreement", num(tol.floorDisagreement)},
           {"conditioning", num(t.conditioning.relative)}}},
         {"conditioned_error", num(t.conditioning.conditionedError)},
         {"ill_conditioned_elements", t.conditioning.illConditioned},
@@ -332,6 +338,11 @@ TensorResult tensorFrom(const json& j) {
     t.tolerance.reductionLength = tol.value("reduction_length", 0.0);
     t.tolerance.storageRoundings = tol.value("storage_roundings", 0.0);
     t.tolerance.carriedParameterError = tol.value("carried_parameter_error", 0.0);
+    t.tolerance.reductionOrder = tol.value("reduction_order", 0.0);
+    t.tolerance.ownReductionLength = tol.value("own_reduction_length", 0.0);
+    t.tolerance.floorMin = tol.value("floor_min", 0.0);
+    t.tolerance.floorMax = tol.value("floor_max", 0.0);
+    t.tolerance.floorDisagreement = tol.value("floor_disagreement", 0.0);
     t.tolerance.provisional = readProvisional(j);
     readConditioning(j, t);
     const auto& h = j.at("histogram");
@@ -515,6 +526,9 @@ std::string diffResultToJson(const DiffResult& r, bool pretty) {
           {"provisional", s.provisional},
           {"provisional_over_bound", s.provisionalOverBound},
           {"provisional_max_ratio", num(s.provisionalMaxRatio)},
+          {"unstable_floors", s.unstableFloors},
+          {"unstable_over_bound", s.unstableOverBound},
+          {"unstable_max_ratio", num(s.unstableMaxRatio)},
           {"clean", s.clean},
           {"drift", s.drift},
           {"drift_max_ratio", num(s.driftMaxRatio)},
@@ -599,6 +613,10 @@ std::optional<DiffResult> diffResultFromDocument(const nlohmann::json& doc, std:
         r.summary.provisionalOverBound = s.value("provisional_over_bound", std::size_t{0});
         r.summary.provisionalMaxRatio =
             s.contains("provisional_max_ratio") ? num(s.at("provisional_max_ratio")) : 0.0;
+        r.summary.unstableFloors = s.value("unstable_floors", std::size_t{0});
+        r.summary.unstableOverBound = s.value("unstable_over_bound", std::size_t{0});
+        r.summary.unstableMaxRatio =
+            s.contains("unstable_max_ratio") ? num(s.at("unstable_max_ratio")) : 0.0;
         r.summary.clean = s.at("clean");
         r.cancelled = s.at("cancelled");
         if (s.contains("gradient_convention") && s.at("gradient_convention").is_string()) {

@@ -8,6 +8,7 @@
 #include "ttrace/compare/metrics.h"
 #include "ttrace/compare/shape_diagnosis.h"
 #include "ttrace/compare/verdict.h"
+#include "ttrace/io/number_text.h"
 #include "ttrace/merge/merge.h"
 
 #include <algorithm>
@@ -275,10 +276,25 @@ Tolerance toleranceFor(const ComparisonContext& ctx, const TensorId& id, DType r
         if (const auto path = ctx.reductions->pathOf(id)) {
             in.pathReductions = path->reductions;
             in.pathRoundings = path->roundings;
+            in.ownReductions = path->ownReductions;
+            in.ownPartials = path->ownPartials;
         }
         in.provisional = ctx.reductions->provisionalOf(id);
     }
     return deriveTolerance(ctx.tolerance, in);
+}
+
+void noteUnstableFloor(TensorResult& r) {
+    const auto& t = r.tolerance;
+    if (!unstableFloor(t)) {
+        return;
+    }
+    r.findings.push_back(makeWarning(
+        DiagnosticCode::UnstableFloor, "tensor " + r.id.path(),
+        "its " + std::to_string(t.perturbedSamples) + " perturbed variants disagree by " +
+            formatNumber(t.floorDisagreement) + "x (floors " + formatNumber(t.floorMin) + " to " +
+            formatNumber(t.floorMax) +
+            "): a ratio up to that factor is provisional; capture more variants"));
 }
 
 TensorResult compareTensor(const ComparisonContext& ctx, const TensorId& id, bool tryClean) {
@@ -341,6 +357,7 @@ TensorResult compareTensor(const ComparisonContext& ctx, const TensorId& id, boo
     }
     r.tolerance =
         toleranceFor(ctx, id, ref.tensor->dtype, measureFloor(ctx, id, *ref.tensor, r.findings));
+    noteUnstableFloor(r);
     r.metrics = computeMetrics(*ref.tensor, *cand.tensor);
     // Optimizer-step tensors: per-element tolerances where the update is ill-conditioned.
     r.ratio =

@@ -52,6 +52,10 @@ TensorResult compareTensor(const ComparisonContext& context, const TensorId& id,
 Tolerance toleranceFor(const ComparisonContext& context, const TensorId& id, DType referenceDtype,
                        std::optional<NoiseFloor> floor);
 
+// A finding `unstable-floor` on `r` when its floor rests on perturbed variants that disagree by
+// more than kUnstableFloorFactor (tolerance.h): how much, and that more variants settle it.
+void noteUnstableFloor(TensorResult& r);
+
 // The effective floor of a reference state tensor alone (no candidate needed): used to carry
 // floors through iterations a filtered diff does not compare.
 std::optional<NoiseFloor> stateFloor(const ComparisonContext& context, const TensorId& id);

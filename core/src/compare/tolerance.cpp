@@ -74,6 +74,11 @@ double pathTolerance(double reductions, double roundings, double uAccumulate, do
     return kAnalyticSigmas * std::sqrt(2.0 * variance);
 }
 
+double reductionOrderTolerance(double n, double partials, double uAccumulate, double uStore) {
+    const double variance = uAccumulate * uAccumulate * n + uStore * uStore * partials;
+    return kAnalyticSigmas * std::sqrt(2.0 * variance);
+}
+
 NoiseFloor noiseFloor(std::span<const double> errors) {
     NoiseFloor f;
     f.samples = static_cast<int>(errors.size());
@@ -89,7 +94,22 @@ NoiseFloor noiseFloor(std::span<const double> errors) {
         }
         f.spread = std::sqrt(ss / (n - 1.0)); // unbiased: K is tiny (2-4 variants)
     }
+    const auto [lo, hi] = std::minmax_element(errors.begin(), errors.end());
+    f.minSample = *lo;
+    f.maxSample = *hi;
     return f;
+}
+
+double floorDisagreement(const NoiseFloor& floor, double eps) {
+    if (floor.samples < 2 || !std::isfinite(floor.maxSample) || !(eps > 0.0)) {
+        return 0.0;
+    }
+    return floor.maxSample / std::max(floor.minSample, eps);
+}
+
+bool unstableFloor(const Tolerance& tolerance) {
+    return tolerance.source == ToleranceSource::Empirical &&
+           tolerance.floorDisagreement > kUnstableFloorFactor;
 }
 
 NoiseFloor carryFloor(TensorKind kind, const NoiseFloor& own, const NoiseFloor& carried) {
@@ -140,8 +160,18 @@ Tolerance deriveTolerance(const ToleranceSettings& settings, const ToleranceInpu
         t.floorSpread = f.spread;
         t.carriedMean = in.carried ? in.carried->mean : 0.0;
         t.perturbedSamples = f.samples;
+        // The variants' own samples, not the carried part: their disagreement is what says
+        // that this tensor's floor was drawn from too few of them.
+        t.floorMin = in.floor->minSample;
+        t.floorMax = in.floor->maxSample;
+        t.floorDisagreement = floorDisagreement(*in.floor, t.eps);
         if (std::isfinite(f.mean) && std::isfinite(f.spread)) {
             t.empirical = empiricalTolerance(settings.safetyFactor, f, t.eps);
+        }
+        if (in.ownReductions > 0.0) {
+            t.ownReductionLength = in.ownReductions;
+            t.reductionOrder = reductionOrderTolerance(in.ownReductions, in.ownPartials,
+                                                       reductionRoundoff(in.dtype), t.eps / 2.0);
         }
     }
     if (!isFloating(in.dtype)) {
@@ -161,7 +191,9 @@ Tolerance deriveTolerance(const ToleranceSettings& settings, const ToleranceInpu
         return t;
     }
     if (t.empirical) {
-        t.value = *t.empirical;
+        // The floor measures how input round-off is amplified up to this tensor; re-ordering
+        // its own long reduction is a second, independent error: in quadrature.
+        t.value = std::hypot(*t.empirical, t.reductionOrder);
         t.source = ToleranceSource::Empirical;
     } else {
         t.value = t.analytic;

@@ -89,9 +89,12 @@ public:
     explicit OriginAnalysis(const DiffResult& result)
         : result_(result) {
         for (const auto& t : result.tensors) {
-            // Drift (drift.h) is no divergence to localize: a module is blamed for, or
-            // inherits, only what is beyond it.
-            const double ratio = t.status == Status::Drift ? std::min(t.ratio, 1.0) : t.ratio;
+            // Drift (drift.h) is no divergence to localize, nor a ratio within an unstable
+            // floor's disagreement: a module is blamed for, or inherits, only what is beyond it.
+            const bool capped =
+                t.status == Status::Drift ||
+                (t.status == Status::Clean && unstableOverBound(t.ratio, t.tolerance));
+            const double ratio = capped ? std::min(t.ratio, 1.0) : t.ratio;
             const Entry e{moduleIndex(t.id.module), t.id.iteration, t.id.kind, ratio,
                           movedByClipping(t)};
             (compared(t) ? entries_ : uncompared_).push_back(e);
@@ -292,8 +295,15 @@ Status verdictFor(double ratio) {
     return ratio <= 1.0 ? Status::Clean : Status::Divergent;
 }
 
+bool unstableOverBound(double ratio, const Tolerance& tolerance) {
+    return unstableFloor(tolerance) && ratio > 1.0 && ratio <= tolerance.floorDisagreement;
+}
+
 Status tensorVerdict(double ratio, const Tolerance& tolerance) {
-    return tolerance.provisional == Provisional::None ? verdictFor(ratio) : Status::Clean;
+    if (tolerance.provisional != Provisional::None || unstableOverBound(ratio, tolerance)) {
+        return Status::Clean;
+    }
+    return verdictFor(ratio);
 }
 
 Origin classifyOrigin(double inputRatio, double outputRatio) {
@@ -343,7 +353,8 @@ void assembleVerdicts(DiffResult& result, const std::vector<ModuleInfo>& modules
     DiffSummary& s = result.summary;
     s.compared = s.divergent = s.missing = s.invalid = s.structural = s.unresolved = 0;
     s.provisional = s.provisionalOverBound = s.drift = 0;
-    s.maxRatio = s.provisionalMaxRatio = s.driftMaxRatio = 0.0;
+    s.unstableFloors = s.unstableOverBound = 0;
+    s.maxRatio = s.provisionalMaxRatio = s.driftMaxRatio = s.unstableMaxRatio = 0.0;
     for (std::size_t i = 0; i < result.tensors.size(); ++i) {
         const auto& t = result.tensors[i];
         auto& m = result.modules[index.at(t.id.module)];
@@ -358,6 +369,12 @@ void assembleVerdicts(DiffResult& result, const std::vector<ModuleInfo>& modules
                 s.provisionalOverBound += t.ratio > 1.0 ? 1 : 0;
                 s.provisionalMaxRatio = std::max(s.provisionalMaxRatio, t.ratio);
                 break; // no confident ratio: kept out of the run's and the module's maximum
+            }
+            s.unstableFloors += unstableFloor(t.tolerance) ? 1 : 0;
+            if (t.status != Status::Divergent && unstableOverBound(t.ratio, t.tolerance)) {
+                ++s.unstableOverBound;
+                s.unstableMaxRatio = std::max(s.unstableMaxRatio, t.ratio);
+                break; // likewise: its floor is too uncertain for a confident ratio
             }
             s.maxRatio = std::max(s.maxRatio, t.ratio);
             m.maxRatio = std::max(m.maxRatio, t.ratio);
@@ -422,14 +439,15 @@ RunVerdict runVerdict(const DiffResult& r) {
     if (s.divergent > 0) {
         return RunVerdict::Divergent;
     }
-    if (s.drift > 0 && s.unresolved == 0 && s.provisionalOverBound == 0) {
+    const bool provisionalOver = s.provisionalOverBound > 0 || s.unstableOverBound > 0;
+    if (s.drift > 0 && s.unresolved == 0 && !provisionalOver) {
         return RunVerdict::Drift;
     }
     // Not clean, not divergent: placements no evidence settles, or tensors that only a
     // provisional analytic bound judges and that exceed it (a reference without variants
-    // cannot tell their round-off from a bug).
-    return s.unresolved > 0 || s.provisionalOverBound > 0 ? RunVerdict::Unresolved
-                                                          : RunVerdict::Clean;
+    // cannot tell their round-off from a bug), or that exceed an unstable floor by less than
+    // its variants disagree (too few variants to tell).
+    return s.unresolved > 0 || provisionalOver ? RunVerdict::Unresolved : RunVerdict::Clean;
 }
 
 std::string_view runVerdictName(RunVerdict verdict) {

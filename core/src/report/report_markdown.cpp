@@ -163,6 +163,9 @@ std::string diffResultToMarkdown(const DiffResult& r, const MarkdownOptions& opt
     if (const auto provisional = provisionalVerdictText(r); !provisional.empty()) {
         md << "| provisional | " << cell(provisional) << " |\n";
     }
+    if (const auto unstable = unstableFloorText(r); !unstable.empty()) {
+        md << "| unstable floors | " << cell(unstable) << " |\n";
+    }
     md << "| first divergence, forward | "
        << (r.firstForwardDivergence ? "`" + *r.firstForwardDivergence + "`" : "none") << " |\n";
     md << "| first divergence, backward | "

@@ -45,6 +45,27 @@ std::string unresolvedText(std::size_t count) {
            "evidence; annotate it to compare it)";
 }
 
+namespace {
+
+// Why a run is neither clean nor divergent, the first cause that applies.
+std::string unresolvedCause(const DiffSummary& s) {
+    if (s.unresolved > 0) {
+        return unresolvedText(s.unresolved);
+    }
+    if (s.provisionalOverBound > 0) {
+        return std::to_string(s.provisionalOverBound) +
+               " provisional tensors exceed their analytic bound (capture the reference with "
+               "perturbed variants to judge them)";
+    }
+    return std::to_string(s.unstableOverBound) +
+           (s.unstableOverBound == 1 ? " tensor exceeds" : " tensors exceed") +
+           " a floor whose perturbed variants disagree by more than " +
+           formatNumber(kUnstableFloorFactor) +
+           "x, by less than they disagree (capture more variants to judge them)";
+}
+
+} // namespace
+
 std::string verdictLine(const DiffResult& r) {
     const auto& s = r.summary;
     if (const auto refusal = pairRefusal(r.diagnostics)) {
@@ -70,12 +91,7 @@ std::string verdictLine(const DiffResult& r) {
                " tensors diverge beyond round-off; every tensor was valid" +
                (s.unresolved > 0 ? "; " + unresolvedText(s.unresolved) : "") + provisional;
     case RunVerdict::Unresolved:
-        return "UNRESOLVED: " +
-               (s.unresolved > 0 ? unresolvedText(s.unresolved)
-                                 : std::to_string(s.provisionalOverBound) +
-                                       " provisional tensors exceed their analytic bound "
-                                       "(capture the reference with perturbed variants to "
-                                       "judge them)") +
+        return "UNRESOLVED: " + unresolvedCause(s) +
                "; every tensor judged with confidence is within its round-off tolerance" +
                provisional;
     case RunVerdict::Drift:
@@ -120,17 +136,40 @@ std::string provisionalVerdictText(const DiffResult& r) {
                   "judge them.";
 }
 
+std::string unstableFloorText(const DiffResult& r) {
+    const auto& s = r.summary;
+    if (s.unstableFloors == 0) {
+        return {};
+    }
+    std::string text = std::to_string(s.unstableFloors) +
+                       (s.unstableFloors == 1 ? " tensor's floor rests" : " tensors' floors rest") +
+                       " on variants that disagree by more than " +
+                       formatNumber(kUnstableFloorFactor) +
+                       "x: capture more variants (--perturbations N)";
+    if (s.unstableOverBound > 0) {
+        text += "; " + std::to_string(s.unstableOverBound) +
+                (s.unstableOverBound == 1 ? " of them exceeds its" : " of them exceed their") +
+                " tolerance by less than its variants disagree (max ratio " +
+                formatNumber(s.unstableMaxRatio) + ") and is judged provisionally, not divergent";
+    }
+    return text + ".";
+}
+
 std::string_view tensorVerdictName(const TensorResult& t) {
-    return t.tolerance.provisional == Provisional::None ? statusName(t.status) : "provisional";
+    const bool provisional = t.tolerance.provisional != Provisional::None ||
+                             (t.status == Status::Clean && unstableOverBound(t.ratio, t.tolerance));
+    return provisional ? "provisional" : statusName(t.status);
 }
 
 std::string verdictCaveat(const DiffResult& r) {
-    const auto incomplete = incompleteVerdictText(r);
-    const auto provisional = provisionalVerdictText(r);
-    if (incomplete.empty() || provisional.empty()) {
-        return incomplete + provisional;
+    std::string out;
+    for (const auto& part :
+         {incompleteVerdictText(r), provisionalVerdictText(r), unstableFloorText(r)}) {
+        if (!part.empty()) {
+            out += (out.empty() ? "" : "\n") + part;
+        }
     }
-    return incomplete + "\n" + provisional;
+    return out;
 }
 
 std::string incompleteVerdictText(const DiffResult& r) {

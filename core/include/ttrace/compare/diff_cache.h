@@ -18,12 +18,13 @@
 namespace ttrace {
 
 // Bumped whenever the engine computes anything differently, so old entries are never reused.
-// 9: environment differences that cannot change a kernel (thread counts) warn no more;
-// 8: drift across versions and kernels (drift.h) and the environment lines;
+// 10: a long reduction's re-ordering round-off in the empirical bound, floors whose variants
+// disagree; 9: environment differences that cannot change a kernel (thread counts) warn no
+// more; 8: drift across versions and kernels (drift.h) and the environment lines;
 // 7: replicas that disagree named by their own error, also when the merged copy agrees;
 // 6: structural divergences and placement sources; 4: optimizer-step conditioning; 3: keyed
 // by content; 2: timeline phases, ...
-inline constexpr int kDiffCacheVersion = 9;
+inline constexpr int kDiffCacheVersion = 10;
 // Entries kept per cache directory (the newest by modification time). Each entry is a few
 // hundred KiB of JSON; the user cache directory is shared by every bundle ever opened, so it
 // must not grow without bound.

@@ -137,6 +137,11 @@ struct DiffSummary {
     // of them over it, and their largest ratio: neither clean nor divergent with confidence.
     std::size_t provisional = 0, provisionalOverBound = 0;
     double provisionalMaxRatio = 0.0;
+    // Compared tensors whose floor rests on perturbed variants that disagree by more than
+    // kUnstableFloorFactor (tolerance.h), those of them over their tolerance by no more than that
+    // disagreement (judged provisionally, not divergent), and those ones' largest ratio.
+    std::size_t unstableFloors = 0, unstableOverBound = 0;
+    double unstableMaxRatio = 0.0;
     bool clean = true;
     // Tensors whose divergence is drift (status Drift, counted in compared, not in divergent),
     // their largest ratio, and the bound they were allowed (0 when no drift was allowed).

@@ -21,6 +21,13 @@ namespace ttrace {
 struct ReductionPath {
     double reductions = 0.0; // sum of reduction lengths on the path
     double roundings = 0.0;  // storage roundings on the path (outputs and partial sums)
+    // The tensor's own last reduction, where it is over rows (a weight gradient sums over the
+    // tokens of every micro-batch): its length and the partial sums of it that are rounded to
+    // the storage dtype before they are added (a data-parallel reduction's per-rank parts).
+    // Perturbed variants do not measure the round-off of re-ordering it (docs/tolerance.md,
+    // "Long reductions").
+    double ownReductions = 0.0;
+    double ownPartials = 0.0;
 };
 
 class ReductionPaths {

@@ -77,6 +77,16 @@ struct Tolerance {
     // A later step without variants: the measured relative errors of the parameters on the
     // path, added to the value (compare/carried_state.h).
     double carriedParameterError = 0.0;
+    // With perturbed variants: the round-off of re-ordering the tensor's own reduction over rows
+    // (reductionOrderTolerance), which the variants do not measure; added to the empirical bound
+    // in quadrature. 0 where the tensor has no such reduction.
+    double reductionOrder = 0.0;
+    double ownReductionLength = 0.0; // the n it was derived from
+    // The perturbed variants' own disagreement: the largest per-variant floor over the smallest
+    // (floorDisagreement); 0 with fewer than two samples. Above kUnstableFloorFactor the floor
+    // rests on samples too few for its spread, and a ratio up to this factor is provisional.
+    double floorMin = 0.0, floorMax = 0.0;
+    double floorDisagreement = 0.0;
 };
 
 // Constants of docs/tolerance.md (each is justified there).
@@ -86,6 +96,12 @@ inline constexpr double kMinEpsMultiple = 2.0;      // empirical never below thi
 // Analytic bound along a reduction path: kAnalyticSigmas standard deviations of the difference
 // of two independent round-off errors (sqrt(2) times one run's).
 inline constexpr double kAnalyticSigmas = 4.0;
+// A floor whose perturbed variants disagree by more than this factor (largest over smallest
+// per-variant error) is unstable: the tensor amplifies round-off chaotically (a near-tie, an
+// ill-conditioned step) and the few samples drawn do not say how large its floor is. Two
+// samples of a well-conditioned tensor differ by well under 10x (docs/tolerance.md, "Variants
+// that disagree").
+inline constexpr double kUnstableFloorFactor = 100.0;
 
 // Machine epsilon of the dtype that *accumulates* under a manifest precision recipe: fp32 ->
 // float32, bf16 and bf16-autocast -> bfloat16, fp16 -> float16, fp8 -> bfloat16 (FP8 recipes
@@ -111,12 +127,28 @@ double reductionRoundoff(DType storage);
 // (docs/tolerance.md, "Analytic bound").
 double pathTolerance(double reductions, double roundings, double uAccumulate, double uStore);
 
+// kAnalyticSigmas * sqrt(2) * sqrt(u_acc^2 * n + u_store^2 * partials): the rms relative
+// round-off of one reduction of `n` terms summed in another order, plus the rounding of each of
+// `partials` partial sums to the storage dtype, independent between the two runs. A perturbed
+// variant moves the reduction's terms by about eps and so measures eps * sqrt(n) of change at
+// most, while re-ordering commits u * sqrt(n) * (the partial sums' size): for a reduction over
+// thousands of rows the latter is the larger (docs/tolerance.md, "Long reductions").
+double reductionOrderTolerance(double n, double partials, double uAccumulate, double uStore);
+
 // Noise floor from the relative errors of the perturbed reference variants vs nominal.
 struct NoiseFloor {
     double mean = 0.0;
     double spread = 0.0; // sample standard deviation (0 with a single sample)
     int samples = 0;
+    double minSample = 0.0, maxSample = 0.0; // the smallest and largest per-variant error
 };
+// How many times the largest per-variant error exceeds the smallest, the smallest counted as at
+// least one `eps` (a variant whose perturbation rounded away entirely says its floor is below an
+// ulp, not zero); 0 with fewer than two samples or a non-finite one.
+double floorDisagreement(const NoiseFloor& floor, double eps);
+// Whether a tolerance's floor is unstable (floorDisagreement > kUnstableFloorFactor) and decided
+// the tolerance (source empirical).
+bool unstableFloor(const Tolerance& tolerance);
 NoiseFloor noiseFloor(std::span<const double> perturbedErrors);
 
 // Training state (parameters, optimizer state) carries round-off from one step to the next,
@@ -147,6 +179,10 @@ struct ToleranceInput {
     // one-layer form k * C^d * eps) and whether that bound is only provisional.
     std::optional<double> pathReductions;
     double pathRoundings = 0.0;
+    // The tensor's own reduction over rows and its rounded partial sums (ReductionPath): with a
+    // floor, its re-ordering round-off is added to the empirical bound.
+    double ownReductions = 0.0;
+    double ownPartials = 0.0;
     Provisional provisional = Provisional::None;
 };
 

@@ -22,8 +22,13 @@ double toleranceRatio(double error, double tolerance);
 // Clean when ratio <= 1, Divergent above (including +inf).
 Status verdictFor(double ratio);
 // A tensor's status: verdictFor(ratio), except that a ratio over a provisional bound
-// (Tolerance::provisional) is no confident divergence: Clean, counted apart in the summary.
+// (Tolerance::provisional), or over an unstable floor by no more than its variants disagree
+// (unstableOverBound), is no confident divergence: Clean, counted apart in the summary.
 Status tensorVerdict(double ratio, const Tolerance& tolerance);
+// Over a tolerance whose floor is unstable (unstableFloor, tolerance.h) by at most the factor
+// its variants disagree by: a floor drawn from other samples could be that much larger, so the
+// ratio cannot tell round-off from a bug. Beyond it the divergence is confident.
+bool unstableOverBound(double ratio, const Tolerance& tolerance);
 // Introduced when the output diverges (ratio > 1) by more than kIntroducedFactor times the
 // input ratio (clean inputs included: an output at 1.004 after inputs at 0.98 is explained by
 // them); Inherited when the output diverges otherwise; None when the output is clean.

@@ -90,6 +90,7 @@ enum class DiagnosticCode : std::uint8_t {
     ClipCoefficient,
     PlacementUnresolved,
     ConventionFactor,
+    UnstableFloor,
     PartialComparison,
     PipelineStageContainers,
     CompiledBlocks,
@@ -132,7 +133,7 @@ enum class DiagnosticCode : std::uint8_t {
 // "not_replayable" (the localize client's names keep the protocol's spelling).
 inline constexpr NameTable kDiagnosticCodeNames{
     DiagnosticCode::InternalError,
-    std::array<std::pair<DiagnosticCode, std::string_view>, 102>{{
+    std::array<std::pair<DiagnosticCode, std::string_view>, 103>{{
         {DiagnosticCode::NotABundle, "not-a-bundle"},
         {DiagnosticCode::MissingManifest, "missing-manifest"},
         {DiagnosticCode::NotRegularFile, "not-regular-file"},
@@ -203,6 +204,7 @@ inline constexpr NameTable kDiagnosticCodeNames{
         {DiagnosticCode::ClipCoefficient, "clip-coefficient"},
         {DiagnosticCode::PlacementUnresolved, "placement-unresolved"},
         {DiagnosticCode::ConventionFactor, "convention-factor"},
+        {DiagnosticCode::UnstableFloor, "unstable-floor"},
         {DiagnosticCode::PartialComparison, "partial-comparison"},
         {DiagnosticCode::PipelineStageContainers, "pipeline-stage-containers"},
         {DiagnosticCode::CompiledBlocks, "compiled-blocks"},

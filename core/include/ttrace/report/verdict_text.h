@@ -51,6 +51,13 @@ std::string incompleteVerdictText(const DiffResult& result);
 // with perturbed variants to judge them." Empty when no tensor is provisional.
 std::string provisionalVerdictText(const DiffResult& result);
 
+// Which floors rest on perturbed variants that disagree by more than kUnstableFloorFactor
+// (docs/tolerance.md, "Variants that disagree"), e.g. "3 tensors' floors rest on variants that
+// disagree by more than 100x: capture more variants (--perturbations N); 1 of them exceeds its
+// tolerance by less than its variants disagree (max ratio 2.26) and is judged provisionally,
+// not divergent." Empty when no floor is unstable.
+std::string unstableFloorText(const DiffResult& result);
+
 // A tensor's verdict in one word for tables: "provisional" when its bound is provisional
 // (whatever its ratio), else its status's name.
 std::string_view tensorVerdictName(const TensorResult& tensor);
