@@ -32,12 +32,12 @@ over tp: the local token count of the per-token scaling of the load-balancing lo
 the group's, its gradient tp times too large; the diff must exit 1 with the first backward
 divergence at the router, introduced there.
 
-CPU shims (`megatron/cpu_stubs.py`), device calls only: `torch.cuda.current_device()` is the
-CPU; a literal `device="cuda"` in tensor factories becomes the CPU; `Tensor.type()` answers the
-CUDA type name; `torch.cuda.current_stream()` is a stream with nothing to wait for (0.19 waits
-on CUDA-graph events before its gradient reduction); the CUDA RNG tracker forks nothing
-(dropout 0); Apex's fused layer-norm kernel is `F.layer_norm`. None replaces a reduction or a
-placement.
+CPU shims (`megatron/cpu_stubs.py`), device calls only: `torch.cuda.current_device()` is the CPU; a
+literal `device="cuda"` in tensor factories becomes the CPU; `Tensor.type()` answers the CUDA type
+name; `torch.cuda.current_stream()` is a stream with nothing to wait for (0.19 waits on CUDA-graph
+events before its gradient reduction); Megatron's calls of the CUDA generator are answered by the
+CPU generator the ops draw from (its RNG tracker runs as shipped); Apex's fused layer-norm kernel
+is `F.layer_norm`. None replaces a reduction or a placement.
 """
 
 from __future__ import annotations

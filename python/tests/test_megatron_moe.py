@@ -26,9 +26,9 @@ same model: its loss equals the reference's at every step. Each injected bug
 phase, named as the first divergence.
 
 CPU shims of device calls only (`megatron/cpu_stubs.py`): the current device, literal
-`device="cuda"`, `Tensor.type()`, the CUDA RNG tracker, CUDA streams and events, the host
-copy of the dispatcher's split sizes, Transformer Engine's router GEMM (absent) and Apex's
-layer-norm kernel.
+`device="cuda"`, `Tensor.type()`, the CUDA generator (the CPU one answers; the RNG tracker runs as
+shipped), CUDA streams and events, the host copy of the dispatcher's split sizes, Transformer
+Engine's router GEMM (absent) and Apex's layer-norm kernel.
 """
 
 from __future__ import annotations
