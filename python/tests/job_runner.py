@@ -46,3 +46,22 @@ def diff(ref: Path, cand: Path, work: Path) -> tuple[int, dict, str]:
         timeout=300,
     )
     return proc.returncode, json.loads(report.read_text()), proc.stdout
+
+
+def summary_text(name: str, rc: int, report: dict) -> str:
+    """One line of a diff's counts, its exit code and first divergent module, for the log."""
+    s = report["summary"]
+    return (
+        f"\n{name}: compared {s['compared']} divergent {s['divergent']} invalid {s['invalid']} "
+        f"missing {s['missing']} exit {rc} first {report['first_divergence']['module']}"
+    )
+
+
+def printed_counts(name: str, rc: int, report: dict) -> dict:
+    """The diff's compared/divergent/invalid/missing/unresolved counts, printed with its exit
+    code and first divergence (module and phase) for the log."""
+    s = report["summary"]
+    picked = {k: s[k] for k in ("compared", "divergent", "invalid", "missing", "unresolved")}
+    first = report["first_divergence"]
+    print(f"\n{name}: {picked} exit {rc} first {first['module']} ({first['phase']})")
+    return picked

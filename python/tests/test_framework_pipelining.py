@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from job_runner import diff, run_module
+from job_runner import diff, run_module, summary_text
 
 SCRIPT = Path(__file__).resolve().parent / "frameworks" / "torch_pipelining.py"
 MODULE = "tests.frameworks.torch_pipelining"
@@ -39,20 +39,12 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return ref
 
 
-def counts(name: str, rc: int, report: dict) -> str:
-    s = report["summary"]
-    return (
-        f"\n{name}: compared {s['compared']} divergent {s['divergent']} invalid {s['invalid']} "
-        f"missing {s['missing']} exit {rc} first {report['first_divergence']['module']}"
-    )
-
-
 @pytest.mark.parametrize("name", sorted(CONFIGS))
 def test_pipelined_run_is_clean(name: str, reference: Path, tmp_path: Path) -> None:
     cand = tmp_path / name
     run(cand, 2, CONFIGS[name])
     rc, report, text = diff(reference, cand, tmp_path)
-    print(counts(name, rc, report))
+    print(summary_text(name, rc, report))
     s = report["summary"]
     assert (rc, s["invalid"], s["missing"], s["divergent"]) == (0, 0, 0, 0), text
     ids = [t["id"] for t in report["tensors"]]
@@ -68,7 +60,7 @@ def test_stage_skipping_gradient_scaling_is_named(reference: Path, tmp_path: Pat
     cand = tmp_path / "unscaled"
     run(cand, 2, ("--bug", "unscaled"))
     rc, report, text = diff(reference, cand, tmp_path)
-    print(counts("gpipe unscaled", rc, report))
+    print(summary_text("gpipe unscaled", rc, report))
     s = report["summary"]
     assert rc == 1 and s["invalid"] == 0 and s["missing"] == 0, text
     first = report["first_divergence"]

@@ -19,7 +19,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from job_runner import diff, run_module
+from job_runner import diff, run_module, summary_text
 
 MODULE = "tests.frameworks.torch_pipelining"
 INTERLEAVED = ("--schedule", "interleaved1f1b", "--stages-per-rank", "2")
@@ -54,14 +54,6 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return ref
 
 
-def counts(name: str, rc: int, report: dict) -> str:
-    s = report["summary"]
-    return (
-        f"\n{name}: compared {s['compared']} divergent {s['divergent']} invalid {s['invalid']} "
-        f"missing {s['missing']} exit {rc} first {report['first_divergence']['module']}"
-    )
-
-
 def handoffs(report: dict) -> dict[str, set[str]]:
     out: dict[str, set[str]] = {}
     for t in report["tensors"]:
@@ -76,7 +68,7 @@ def test_staged_run_is_clean(name: str, reference: Path, tmp_path: Path) -> None
     cand = tmp_path / name
     run(cand, nproc, args)
     rc, report, text = diff(reference, cand, tmp_path)
-    print(counts(name, rc, report))
+    print(summary_text(name, rc, report))
     s = report["summary"]
     assert (rc, s["invalid"], s["missing"], s["divergent"]) == (0, 0, 0, 0), text
     ids = [t["id"] for t in report["tensors"]]
@@ -96,7 +88,7 @@ def test_stale_activation_at_a_stage_boundary_is_introduced_there(
     cand = tmp_path / "stale"
     run(cand, 2, (*INTERLEAVED, "--bug", "stale"))
     rc, report, text = diff(reference, cand, tmp_path)
-    print(counts("interleaved stale", rc, report))
+    print(summary_text("interleaved stale", rc, report))
     s = report["summary"]
     assert rc == 1 and s["invalid"] == 0 and s["missing"] == 0, text
     first = report["first_divergence"]

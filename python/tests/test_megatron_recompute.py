@@ -26,7 +26,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from job_runner import diff, run_module
+from job_runner import diff, printed_counts, run_module
 
 CONFIGS = {
     "full": ("--tp", "2", "--recompute", "full"),
@@ -58,20 +58,12 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return ref
 
 
-def counts(name: str, rc: int, report: dict) -> dict:
-    s = report["summary"]
-    picked = {k: s[k] for k in ("compared", "divergent", "invalid", "missing", "unresolved")}
-    first = report["first_divergence"]
-    print(f"\n{name}: {picked} exit {rc} first {first['module']} ({first['phase']})")
-    return picked
-
-
 @pytest.mark.parametrize("name", sorted(CONFIGS))
 def test_recomputed_run_is_clean(name: str, reference: Path, tmp_path: Path) -> None:
     cand = tmp_path / name
     run(cand, 2, CONFIGS[name])
     rc, report, text = diff(reference, cand, tmp_path)
-    got = counts(name, rc, report)
+    got = printed_counts(name, rc, report)
     assert (rc, got["divergent"], got["invalid"], got["missing"]) == (0, 0, 0, 0), text
     assert got["compared"] > 1000, text
     clean = {
@@ -90,7 +82,7 @@ def test_bug_in_a_recomputed_layer_is_named(reference: Path, tmp_path: Path) -> 
     cand = tmp_path / f"full-{BUG}"
     run(cand, 2, CONFIGS["full"], BUG)
     rc, report, text = diff(reference, cand, tmp_path)
-    got = counts(f"full {BUG}", rc, report)
+    got = printed_counts(f"full {BUG}", rc, report)
     assert rc == 1 and got["divergent"] > 0, text
     assert (got["invalid"], got["missing"]) == (0, 0), text
     first = report["first_divergence"]

@@ -35,7 +35,7 @@ from pathlib import Path
 import h5py
 import numpy as np
 import pytest
-from job_runner import diff, run_module
+from job_runner import diff, printed_counts, run_module
 
 DROPOUT = ("--dropout", "0.1")
 FULL = ("--recompute", "full")
@@ -90,14 +90,6 @@ def reference_for(request: pytest.FixtureRequest, name: str) -> Path:
     return request.getfixturevalue("dropout_reference" if CONFIGS[name][1] else "reference")
 
 
-def counts(name: str, rc: int, report: dict) -> dict:
-    s = report["summary"]
-    picked = {k: s[k] for k in ("compared", "divergent", "invalid", "missing", "unresolved")}
-    first = report["first_divergence"]
-    print(f"\n{name}: {picked} exit {rc} first {first['module']} ({first['phase']})")
-    return picked
-
-
 def statuses(report: dict) -> dict[tuple[str, str, str, int], str]:
     """(module, kind, index, iteration) -> the worst status of its micro-batches."""
     out: dict[tuple[str, str, str, int], str] = {}
@@ -115,7 +107,7 @@ def test_recomputed_run_is_clean(name: str, request: pytest.FixtureRequest, tmp_
     cand = tmp_path / name
     run(cand, 2, args)
     rc, report, text = diff(reference_for(request, name), cand, tmp_path)
-    got = counts(name, rc, report)
+    got = printed_counts(name, rc, report)
     assert (rc, got["divergent"], got["invalid"], got["missing"]) == (0, 0, 0, 0), text
     assert got["unresolved"] == 0 and got["compared"] > 1000, text
     seen = statuses(report)
@@ -131,7 +123,7 @@ def test_recompute_without_rng_restore_is_named(dropout_reference: Path, tmp_pat
     cand = tmp_path / bug
     run(cand, 2, CONFIGS[name][0], bug)
     rc, report, text = diff(dropout_reference, cand, tmp_path)
-    got = counts(f"{name} {bug}", rc, report)
+    got = printed_counts(f"{name} {bug}", rc, report)
     assert rc == 1 and got["divergent"] > 0, text
     assert (got["invalid"], got["missing"], got["unresolved"]) == (0, 0, 0), text
     first = report["first_divergence"]
@@ -151,7 +143,7 @@ def test_stale_activation_with_recompute_found_at_handoff(reference: Path, tmp_p
     cand = tmp_path / bug
     run(cand, 2, CONFIGS[name][0], bug)
     rc, report, text = diff(reference, cand, tmp_path)
-    got = counts(f"{name} {bug}", rc, report)
+    got = printed_counts(f"{name} {bug}", rc, report)
     assert rc == 1 and got["divergent"] > 0, text
     assert (got["invalid"], got["missing"]) == (0, 0), text
     assert report["first_divergence"]["forward"] == guilty, text
