@@ -36,6 +36,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--width", type=int, default=64)
     parser.add_argument("--on-write-error", choices=["raise", "warn"], default="raise")
     parser.add_argument("--timeout", type=float, default=None)
+    # The tracer's host-memory budget for queued tensors. Below the run's capture size the
+    # training thread waits on the writer, so a failed write reaches it within a step or two.
+    parser.add_argument("--memory-cap-kib", type=int, default=None)
     return parser.parse_args()
 
 
@@ -59,6 +62,7 @@ def train(args: argparse.Namespace, rank: int, world: int) -> ttc.Tracer:
         perturbations=2 if world == 1 else 0,
         on_write_error=args.on_write_error,
         collective_timeout_s=args.timeout,
+        **({"memory_cap_bytes": args.memory_cap_kib * 1024} if args.memory_cap_kib else {}),
     )  # fmt: skip
     for _ in tracer.run_variants():
         for step in range(args.steps):

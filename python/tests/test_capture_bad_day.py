@@ -189,8 +189,12 @@ def test_full_disk_stops_training_when_configured(tmp_path: Path) -> None:
     disk = tmp_path / "disk"
     with small_disk(disk, 1024) as env:
         out = disk / "ref"
-        (rank,) = run_job(1, out, "--width", "128", "--steps", "6", env=env)
-        assert rank.code != 0 and "trained" not in rank.out
+        # The writer runs behind training by up to the tracer's memory budget: with the
+        # default (1 GiB) this whole job may be queued before the disk fills, and the error
+        # then comes at close(). A budget of two steps makes training wait on the writer.
+        cap = ("--memory-cap-kib", "800")
+        (rank,) = run_job(1, out, "--width", "128", "--steps", "6", *cap, env=env)
+        assert rank.code != 0 and "trained" not in rank.out, rank.out
         assert (
             "ttrace.capture.write_error.WriteError: ttrace: rank 0: disk full (ENOSPC)" in rank.out
         )
