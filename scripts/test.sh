@@ -2,9 +2,21 @@
 # Runs every test: C++ (Qt Test) and Python (pytest), all through CTest.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
-ttrace_setup
 # The newest Megatron-core release runs on Python 3.12 in its own environment (tests only).
-install_python312_env
+# Its ~4 GB of wheels download while the packages install and the project builds: the network
+# and the compiler overlap. Its output is shown once it ends.
+py312_log="$(mktemp)"
+install_python312_env >"${py312_log}" 2>&1 &
+py312_pid=$!
+trap 'kill "${py312_pid}" 2>/dev/null || true; rm -f "${py312_log}"' EXIT
+ttrace_setup
+py312_status=0
+wait "${py312_pid}" || py312_status=$?
+cat "${py312_log}" >&2
+if ((py312_status != 0)); then
+  log "setting up .venv312 failed (exit ${py312_status}); its output is above"
+  exit "${py312_status}"
+fi
 
 export QT_QPA_PLATFORM=offscreen
 cd "${TTRACE_BUILD}"
