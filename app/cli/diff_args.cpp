@@ -38,76 +38,86 @@ template <typename T> bool parseNumber(std::string_view text, T& out) {
     return ec == std::errc{} && end == text.data() + text.size();
 }
 
+bool takesValue(std::string_view arg) {
+    return arg == "--json" || arg == "--markdown" || arg == "--tolerance" || arg == "--safety" ||
+           arg == "--override" || arg == "--iteration" || arg == "--micro-batch" || arg == "--top";
+}
+
+std::string applyNumber(std::string_view arg, std::string_view v, DiffArgs& a) {
+    if (arg == "--tolerance" || arg == "--safety") {
+        double x = 0.0;
+        if (!parseNumber(v, x) || !std::isfinite(x) || x < 0.0) {
+            return std::string(arg) + " needs a non-negative number, got '" + std::string(v) + "'";
+        }
+        if (arg == "--tolerance") {
+            a.options.tolerance.global = x; // optional: not the type of the safety factor
+        } else {
+            a.options.tolerance.safetyFactor = x;
+        }
+        return {};
+    }
+    std::int64_t n = 0;
+    if (!parseNumber(v, n) || (arg != "--micro-batch" && n < 0)) {
+        return std::string(arg) + " needs an integer, got '" + std::string(v) + "'";
+    }
+    if (arg == "--iteration") {
+        a.options.iteration = n;
+    } else if (arg == "--micro-batch") {
+        a.options.microBatch = n;
+    } else {
+        a.top = static_cast<std::size_t>(n);
+    }
+    return {};
+}
+
+// Applies an option that takes a value; the error, or "" when it was applied.
+std::string applyValue(std::string_view arg, std::string_view v, DiffArgs& a) {
+    if (arg == "--json" || arg == "--markdown") {
+        (arg == "--json" ? a.json : a.markdown) = std::string(v);
+        return {};
+    }
+    if (arg == "--override") {
+        std::string error;
+        auto o = parseToleranceOverride(v, error);
+        if (!o) {
+            return "--override: " + error;
+        }
+        a.options.tolerance.overrides.push_back(*o);
+        return {};
+    }
+    return applyNumber(arg, v, a);
+}
+
+// Applies a flag; false when `arg` is none.
+bool applyFlag(std::string_view arg, DiffArgs& a) {
+    if (arg == "--no-cache") {
+        a.options.useCache = false;
+    } else if (arg == "--partial") {
+        a.options.partial = true;
+    } else if (arg == "--reference-is-candidate") {
+        a.options.referenceIsCandidate = true;
+    } else if (arg == "--quiet" || arg == "-q") {
+        a.quiet = true;
+    } else {
+        return false;
+    }
+    return true;
+}
+
 } // namespace
 
 std::string parseDiffArgs(std::span<const std::string_view> args, DiffArgs& a) {
     for (std::size_t i = 0; i < args.size(); ++i) {
         const auto arg = args[i];
-        auto value = [&]() -> std::optional<std::string_view> {
+        if (takesValue(arg)) {
             if (i + 1 >= args.size()) {
-                return std::nullopt;
+                return "option " + std::string(arg) + " needs a value";
             }
-            return args[++i];
-        };
-        auto need = [&](std::optional<std::string_view> v) {
-            return v ? std::string() : "option " + std::string(arg) + " needs a value";
-        };
-        if (arg == "--json" || arg == "--markdown") {
-            const auto v = value();
-            if (!v) {
-                return need(v);
+            if (auto error = applyValue(arg, args[++i], a); !error.empty()) {
+                return error;
             }
-            (arg == "--json" ? a.json : a.markdown) = std::string(*v);
-        } else if (arg == "--tolerance" || arg == "--safety") {
-            const auto v = value();
-            double x = 0.0;
-            if (!v) {
-                return need(v);
-            }
-            if (!parseNumber(*v, x) || !std::isfinite(x) || x < 0.0) {
-                return std::string(arg) + " needs a non-negative number, got '" + std::string(*v) +
-                       "'";
-            }
-            if (arg == "--tolerance") {
-                a.options.tolerance.global = x;
-            } else {
-                a.options.tolerance.safetyFactor = x;
-            }
-        } else if (arg == "--override") {
-            const auto v = value();
-            if (!v) {
-                return need(v);
-            }
-            std::string error;
-            auto o = parseToleranceOverride(*v, error);
-            if (!o) {
-                return "--override: " + error;
-            }
-            a.options.tolerance.overrides.push_back(*o);
-        } else if (arg == "--iteration" || arg == "--micro-batch" || arg == "--top") {
-            const auto v = value();
-            std::int64_t n = 0;
-            if (!v) {
-                return need(v);
-            }
-            if (!parseNumber(*v, n) || (arg != "--micro-batch" && n < 0)) {
-                return std::string(arg) + " needs an integer, got '" + std::string(*v) + "'";
-            }
-            if (arg == "--iteration") {
-                a.options.iteration = n;
-            } else if (arg == "--micro-batch") {
-                a.options.microBatch = n;
-            } else {
-                a.top = static_cast<std::size_t>(n);
-            }
-        } else if (arg == "--no-cache") {
-            a.options.useCache = false;
-        } else if (arg == "--partial") {
-            a.options.partial = true;
-        } else if (arg == "--reference-is-candidate") {
-            a.options.referenceIsCandidate = true;
-        } else if (arg == "--quiet" || arg == "-q") {
-            a.quiet = true;
+        } else if (applyFlag(arg, a)) {
+            continue;
         } else if (arg.starts_with("-") && arg.size() > 1) {
             return "unknown option '" + std::string(arg) + "'";
         } else {

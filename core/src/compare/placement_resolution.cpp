@@ -52,6 +52,68 @@ bool sameValues(const FullTensor& a, const FullTensor& b) {
                       [](double x, double y) { return x == y || (x != x && y != y); });
 }
 
+// Every hypothesis that rebuilds the reference's shape and tiles it: those whose copies agree
+// (`fits`) and those whose "replicas" differ (`disagreeing`); the others are excluded, with why.
+struct Trials {
+    std::vector<Fit> fits;
+    std::vector<Fit> disagreeing;
+};
+
+Trials tryHypotheses(const TensorId& id, const std::vector<ShardRef>& shards,
+                     const std::vector<RawShard>& raw, const Shape& referenceShape,
+                     PlacementResolution& resolution) {
+    Trials out;
+    const auto& first = shards.front();
+    for (std::size_t h = 0; h <= first.alternatives.size(); ++h) {
+        auto placed = placedAs(shards, h);
+        if (!placed) {
+            continue;
+        }
+        const auto label = labelOf(first, h);
+        const auto& global = placed->front().placement.globalShape;
+        if (global != referenceShape) {
+            resolution.excluded.push_back(label + ": rebuilds " + shapeToString(global));
+            continue;
+        }
+        auto pieces = raw;
+        for (std::size_t i = 0; i < pieces.size(); ++i) {
+            pieces[i].placement = (*placed)[i].placement;
+        }
+        auto merged = mergeShards(id, std::move(pieces));
+        if (!merged.tensor || hasError(merged.findings)) {
+            resolution.excluded.push_back(label + ": its pieces do not tile the tensor");
+            continue;
+        }
+        auto& into =
+            hasCode(merged.findings, DiagnosticCode::ReplicaDisagree) ? out.disagreeing : out.fits;
+        into.push_back({h, std::move(merged), std::move(*placed)});
+    }
+    return out;
+}
+
+// Hypotheses that rebuild the same tensor are one answer: the first (the capture's own when
+// it is among them) stands for all.
+std::vector<Fit*> distinctFits(std::vector<Fit>& fits) {
+    std::vector<Fit*> distinct;
+    for (auto& f : fits) {
+        const bool seen = std::any_of(distinct.begin(), distinct.end(), [&](const Fit* d) {
+            return sameValues(*d->merged.tensor, *f.merged.tensor);
+        });
+        if (!seen) {
+            distinct.push_back(&f);
+        }
+    }
+    return distinct;
+}
+
+ResolvedPlacement chosen(ResolvedPlacement out, const ShardRef& first, Fit& fit) {
+    out.outcome = ResolutionOutcome::Chosen;
+    out.resolution.chosen = labelOf(first, fit.hypothesis);
+    out.merged = std::move(fit.merged);
+    out.shards = std::move(fit.shards);
+    return out;
+}
+
 } // namespace
 
 bool hasAlternatives(const std::vector<ShardRef>& shards) {
@@ -78,68 +140,22 @@ ResolvedPlacement resolveShards(const TensorId& id, const std::vector<ShardRef>&
     ResolvedPlacement out;
     const auto& first = shards.front();
     out.resolution.hypothesis = labelOf(first, 0);
-    std::vector<Fit> fits;
-    std::vector<Fit> disagreeing; // fit the shape and tile, but their "replicas" differ
-    for (std::size_t h = 0; h <= first.alternatives.size(); ++h) {
-        auto placed = placedAs(shards, h);
-        if (!placed) {
-            continue;
-        }
-        const auto label = labelOf(first, h);
-        const auto& global = placed->front().placement.globalShape;
-        if (global != referenceShape) {
-            out.resolution.excluded.push_back(label + ": rebuilds " + shapeToString(global));
-            continue;
-        }
-        auto pieces = raw;
-        for (std::size_t i = 0; i < pieces.size(); ++i) {
-            pieces[i].placement = (*placed)[i].placement;
-        }
-        auto merged = mergeShards(id, std::move(pieces));
-        if (!merged.tensor || hasError(merged.findings)) {
-            out.resolution.excluded.push_back(label + ": its pieces do not tile the tensor");
-            continue;
-        }
-        if (hasCode(merged.findings, DiagnosticCode::ReplicaDisagree)) {
-            disagreeing.push_back({h, std::move(merged), std::move(*placed)});
-            continue;
-        }
-        fits.push_back({h, std::move(merged), std::move(*placed)});
-    }
-    // Hypotheses that rebuild the same tensor are one answer: the first (the capture's own
-    // when it is among them) stands for all.
-    std::vector<Fit*> distinct;
-    for (auto& f : fits) {
-        const bool seen = std::any_of(distinct.begin(), distinct.end(), [&](const Fit* d) {
-            return sameValues(*d->merged.tensor, *f.merged.tensor);
-        });
-        if (!seen) {
-            distinct.push_back(&f);
-        }
-    }
+    auto trials = tryHypotheses(id, shards, raw, referenceShape, out.resolution);
+    const auto distinct = distinctFits(trials.fits);
     if (distinct.size() == 1) {
-        out.outcome = ResolutionOutcome::Chosen;
-        out.resolution.chosen = labelOf(first, distinct.front()->hypothesis);
-        out.merged = std::move(distinct.front()->merged);
-        out.shards = std::move(distinct.front()->shards);
-        return out;
+        return chosen(std::move(out), first, *distinct.front());
     }
-    if (distinct.empty() && disagreeing.size() == 1) {
+    if (distinct.empty() && trials.disagreeing.size() == 1) {
         // The reference's shape leaves one layout, and it makes copies: they are known
         // replicas, and copies that differ are the divergence "replicas disagree" (a reduction
         // that did not run), not an open question.
-        auto& only = disagreeing.front();
-        out.outcome = ResolutionOutcome::Chosen;
-        out.resolution.chosen = labelOf(first, only.hypothesis);
-        out.merged = std::move(only.merged);
-        out.shards = std::move(only.shards);
-        return out;
+        return chosen(std::move(out), first, trials.disagreeing.front());
     }
-    for (const auto& d : disagreeing) {
+    for (const auto& d : trials.disagreeing) {
         out.resolution.excluded.push_back(labelOf(first, d.hypothesis) +
                                           ": the copies it takes for replicas differ");
     }
-    if (distinct.empty() && disagreeing.empty()) {
+    if (distinct.empty() && trials.disagreeing.empty()) {
         out.outcome = ResolutionOutcome::NoneFits;
         return out;
     }

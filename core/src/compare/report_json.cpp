@@ -188,22 +188,58 @@ Provisional readProvisional(const json& j) {
     return parseProvisional(it->get<std::string>()).value_or(Provisional::None);
 }
 
-json toJson(const TensorResult& t) {
-    const auto& m = t.metrics;
+json idJson(const TensorId& id) {
+    return {{"variant", id.variant},           {"iteration", id.iteration},
+            {"micro_batch", id.microBatch},    {"module", id.module},
+            {"kind", tensorKindName(id.kind)}, {"index", id.index}};
+}
+
+json metricsJson(const TensorMetrics& m) {
     json shards = json::array();
     for (const auto& s : m.shards) {
         shards.push_back(
             {{"rank", s.rank}, {"elements", s.elements}, {"rel_error", num(s.relError)}});
     }
+    return {{"rel_error", num(m.relError)},
+            {"max_abs_error", num(m.maxAbsError)},
+            {"cosine", num(m.cosine)},
+            {"ref_norm", num(m.refNorm)},
+            {"cand_norm", num(m.candNorm)},
+            {"elements", m.elements},
+            {"ref_nan", m.refNaN},
+            {"ref_inf", m.refInf},
+            {"cand_nan", m.candNaN},
+            {"cand_inf", m.candInf},
+            {"non_finite_mismatch", m.nonFiniteMismatch},
+            {"shards", shards}};
+}
+
+json toleranceJson(const Tolerance& tol, double conditioning) {
+    return {{"value", num(tol.value)},
+            {"source", tol.source.name()},
+            {"analytic", num(tol.analytic)},
+            {"empirical", tol.empirical ? num(*tol.empirical) : json(nullptr)},
+            {"floor_mean", num(tol.floorMean)},
+            {"floor_spread", num(tol.floorSpread)},
+            {"carried_floor_mean", num(tol.carriedMean)},
+            {"perturbed_samples", tol.perturbedSamples},
+            {"depth", tol.depth},
+            {"eps", tol.eps},
+            {"reduction_length", num(tol.reductionLength)},
+            {"storage_roundings", num(tol.storageRoundings)},
+            {"carried_parameter_error", num(tol.carriedParameterError)},
+            {"reduction_order", num(tol.reductionOrder)},
+            {"own_reduction_length", num(tol.ownReductionLength)},
+            {"floor_min", num(tol.floorMin)},
+            {"floor_max", num(tol.floorMax)},
+            {"floor_disagreement", num(tol.floorDisagreement)},
+            {"conditioning", num(conditioning)}};
+}
+
+json toJson(const TensorResult& t) {
     const auto& tol = t.tolerance;
     return {
-        {"id",
-         {{"variant", t.id.variant},
-          {"iteration", t.id.iteration},
-          {"micro_batch", t.id.microBatch},
-          {"module", t.id.module},
-          {"kind", tensorKindName(t.id.kind)},
-          {"index", t.id.index}}},
+        {"id", idJson(t.id)},
         {"label", t.id.label()},
         {"shape", t.shape},
         {"dtype", dtypeName(t.dtype)},
@@ -213,45 +249,14 @@ json toJson(const TensorResult& t) {
                                  : json(placementSourceName(t.placementSource))},
         {"status", statusName(t.status)},
         {"ratio", num(t.ratio)},
-        {"error", num(m.relError)},
+        {"error", num(t.metrics.relError)},
         {"tolerance", num(tol.value)},
         {"unstable_floor", unstableFloor(tol)},
         {"provisional", tol.provisional == Provisional::None
                             ? json(nullptr)
                             : json(provisionalName(tol.provisional))},
-        {"metrics",
-         {{"rel_error", num(m.relError)},
-          {"max_abs_error", num(m.maxAbsError)},
-          {"cosine", num(m.cosine)},
-          {"ref_norm", num(m.refNorm)},
-          {"cand_norm", num(m.candNorm)},
-          {"elements", m.elements},
-          {"ref_nan", m.refNaN},
-          {"ref_inf", m.refInf},
-          {"cand_nan", m.candNaN},
-          {"cand_inf", m.candInf},
-          {"non_finite_mismatch", m.nonFiniteMismatch},
-          {"shards", shards}}},
-        {"tolerance_detail",
-         {{"value", num(tol.value)},
-          {"source", tol.source.name()},
-          {"analytic", num(tol.analytic)},
-          {"empirical", tol.empirical ? num(*tol.empirical) : json(nullptr)},
-          {"floor_mean", num(tol.floorMean)},
-          {"floor_spread", num(tol.floorSpread)},
-          {"carried_floor_mean", num(tol.carriedMean)},
-          {"perturbed_samples", tol.perturbedSamples},
-          {"depth", tol.depth},
-          {"eps", tol.eps},
-          {"reduction_length", num(tol.reductionLength)},
-          {"storage_roundings", num(tol.storageRoundings)},
-          {"carried_parameter_error", num(tol.carriedParameterError)},
-          {"reduction_order", num(tol.reductionOrder)},
-          {"own_reduction_length", num(tol.ownReductionLength)},
-          {"floor_min", num(tol.floorMin)},
-          {"floor_max", num(tol.floorMax)},
-          {"floor_disagreement", num(tol.floorDisagreement)},
-          {"conditioning", num(t.conditioning.relative)}}},
+        {"metrics", metricsJson(t.metrics)},
+        {"tolerance_detail", toleranceJson(tol, t.conditioning.relative)},
         {"conditioned_error", num(t.conditioning.conditionedError)},
         {"ill_conditioned_elements", t.conditioning.illConditioned},
         {"top_elements", topElementsJson(t.conditioning.topElements)},
@@ -277,19 +282,72 @@ Status statusFrom(const std::string& s) {
     throw std::runtime_error("unknown status '" + s + "'");
 }
 
-TensorResult tensorFrom(const json& j) {
-    TensorResult t;
-    const auto& id = j.at("id");
-    t.id.variant = id.at("variant");
-    t.id.iteration = id.at("iteration");
-    t.id.microBatch = id.at("micro_batch");
-    t.id.module = id.at("module");
+TensorId idFrom(const json& id) {
+    TensorId out;
+    out.variant = id.at("variant");
+    out.iteration = id.at("iteration");
+    out.microBatch = id.at("micro_batch");
+    out.module = id.at("module");
     const auto kind = parseTensorKind(id.at("kind").get<std::string>());
     if (!kind) {
         throw std::runtime_error("unknown kind");
     }
-    t.id.kind = *kind;
-    t.id.index = id.at("index");
+    out.kind = *kind;
+    out.index = id.at("index");
+    return out;
+}
+
+TensorMetrics metricsFrom(const json& m) {
+    TensorMetrics out;
+    out.relError = num(m.at("rel_error"));
+    out.maxAbsError = num(m.at("max_abs_error"));
+    out.cosine = num(m.at("cosine"));
+    out.refNorm = num(m.at("ref_norm"));
+    out.candNorm = num(m.at("cand_norm"));
+    out.elements = m.at("elements");
+    out.refNaN = m.at("ref_nan");
+    out.refInf = m.at("ref_inf");
+    out.candNaN = m.at("cand_nan");
+    out.candInf = m.at("cand_inf");
+    out.nonFiniteMismatch = m.at("non_finite_mismatch");
+    for (const auto& s : m.at("shards")) {
+        out.shards.push_back({s.at("rank"), s.at("elements"), num(s.at("rel_error"))});
+    }
+    return out;
+}
+
+// The tolerance's fields; its provisional reason is read from the tensor, beside it.
+void readTolerance(const json& tol, Tolerance& out) {
+    out.value = num(tol.at("value"));
+    const auto source = tol.at("source").get<std::string>();
+    const auto parsed = kToleranceSourceNames.parse(source);
+    if (!parsed) {
+        throw std::runtime_error("unknown tolerance source '" + source + "'");
+    }
+    out.source = *parsed;
+    out.analytic = num(tol.at("analytic"));
+    if (!tol.at("empirical").is_null()) {
+        out.empirical = tol.at("empirical").get<double>();
+    }
+    out.floorMean = num(tol.at("floor_mean"));
+    out.floorSpread = num(tol.at("floor_spread"));
+    out.carriedMean = tol.value("carried_floor_mean", 0.0);
+    out.perturbedSamples = tol.at("perturbed_samples");
+    out.depth = tol.at("depth");
+    out.eps = tol.at("eps");
+    out.reductionLength = tol.value("reduction_length", 0.0);
+    out.storageRoundings = tol.value("storage_roundings", 0.0);
+    out.carriedParameterError = tol.value("carried_parameter_error", 0.0);
+    out.reductionOrder = tol.value("reduction_order", 0.0);
+    out.ownReductionLength = tol.value("own_reduction_length", 0.0);
+    out.floorMin = tol.value("floor_min", 0.0);
+    out.floorMax = tol.value("floor_max", 0.0);
+    out.floorDisagreement = tol.value("floor_disagreement", 0.0);
+}
+
+TensorResult tensorFrom(const json& j) {
+    TensorResult t;
+    t.id = idFrom(j.at("id"));
     t.shape = j.at("shape").get<Shape>();
     const auto dtype = parseDType(j.at("dtype").get<std::string>());
     if (!dtype) {
@@ -302,47 +360,8 @@ TensorResult tensorFrom(const json& j) {
     }
     t.status = statusFrom(j.at("status"));
     t.ratio = num(j.at("ratio"));
-    const auto& m = j.at("metrics");
-    t.metrics.relError = num(m.at("rel_error"));
-    t.metrics.maxAbsError = num(m.at("max_abs_error"));
-    t.metrics.cosine = num(m.at("cosine"));
-    t.metrics.refNorm = num(m.at("ref_norm"));
-    t.metrics.candNorm = num(m.at("cand_norm"));
-    t.metrics.elements = m.at("elements");
-    t.metrics.refNaN = m.at("ref_nan");
-    t.metrics.refInf = m.at("ref_inf");
-    t.metrics.candNaN = m.at("cand_nan");
-    t.metrics.candInf = m.at("cand_inf");
-    t.metrics.nonFiniteMismatch = m.at("non_finite_mismatch");
-    for (const auto& s : m.at("shards")) {
-        t.metrics.shards.push_back({s.at("rank"), s.at("elements"), num(s.at("rel_error"))});
-    }
-    const auto& tol = j.at("tolerance_detail");
-    t.tolerance.value = num(tol.at("value"));
-    const auto source = tol.at("source").get<std::string>();
-    const auto parsed = kToleranceSourceNames.parse(source);
-    if (!parsed) {
-        throw std::runtime_error("unknown tolerance source '" + source + "'");
-    }
-    t.tolerance.source = *parsed;
-    t.tolerance.analytic = num(tol.at("analytic"));
-    if (!tol.at("empirical").is_null()) {
-        t.tolerance.empirical = tol.at("empirical").get<double>();
-    }
-    t.tolerance.floorMean = num(tol.at("floor_mean"));
-    t.tolerance.floorSpread = num(tol.at("floor_spread"));
-    t.tolerance.carriedMean = tol.value("carried_floor_mean", 0.0);
-    t.tolerance.perturbedSamples = tol.at("perturbed_samples");
-    t.tolerance.depth = tol.at("depth");
-    t.tolerance.eps = tol.at("eps");
-    t.tolerance.reductionLength = tol.value("reduction_length", 0.0);
-    t.tolerance.storageRoundings = tol.value("storage_roundings", 0.0);
-    t.tolerance.carriedParameterError = tol.value("carried_parameter_error", 0.0);
-    t.tolerance.reductionOrder = tol.value("reduction_order", 0.0);
-    t.tolerance.ownReductionLength = tol.value("own_reduction_length", 0.0);
-    t.tolerance.floorMin = tol.value("floor_min", 0.0);
-    t.tolerance.floorMax = tol.value("floor_max", 0.0);
-    t.tolerance.floorDisagreement = tol.value("floor_disagreement", 0.0);
+    t.metrics = metricsFrom(j.at("metrics"));
+    readTolerance(j.at("tolerance_detail"), t.tolerance);
     t.tolerance.provisional = readProvisional(j);
     readConditioning(j, t);
     const auto& h = j.at("histogram");

@@ -297,28 +297,60 @@ void noteUnstableFloor(TensorResult& r) {
             "): a ratio up to that factor is provisional; capture more variants"));
 }
 
+namespace {
+
+// What a tensor is, from whichever side holds it (the candidate's when both do).
+void describeTensor(TensorResult& r, const std::vector<ShardRef>& shards) {
+    r.shape = shards.front().placement.globalShape;
+    r.dtype = shards.front().dtype;
+    r.placement = describeShards(shards);
+    r.placementSource = shards.front().placement.source;
+    for (const auto& s : shards) {
+        r.placementSource = weakerSource(r.placementSource, s.placement.source);
+    }
+}
+
+// A tensor one side lacks: a structural change at its module, else missing.
+void oneSided(const ComparisonContext& ctx, const std::vector<ShardRef>* refShards,
+              const std::vector<ShardRef>* candShards, TensorResult& r) {
+    if (structural(ctx, refShards, candShards, r)) {
+        return;
+    }
+    r.status = Status::Missing;
+    r.invalid = invalidReason(refShards, candShards);
+    r.findings.push_back(makeWarning(DiagnosticCode::MissingTensor, "tensor " + r.id.path(),
+                                     std::string("only the ") +
+                                         (refShards ? "reference" : "candidate") + " holds it"));
+}
+
+// Two rebuilt tensors of one shape: tolerance, metrics, ratio, verdict and histogram.
+void judge(const ComparisonContext& ctx, const FullTensor& ref, const FullTensor& cand,
+           TensorResult& r) {
+    r.tolerance = toleranceFor(ctx, r.id, ref.dtype, measureFloor(ctx, r.id, ref, r.findings));
+    noteUnstableFloor(r);
+    r.metrics = computeMetrics(ref, cand);
+    // Optimizer-step tensors: per-element tolerances where the update is ill-conditioned.
+    r.ratio = toleranceRatio(conditionedError(ctx, ref, cand, r), r.tolerance.value);
+    r.ratio = std::max(r.ratio, replicaRatio(r, cand));
+    // Over a bound that is not a sound one: reported with its ratio and counted apart
+    // (summary.provisionalOverBound), never a confident divergence.
+    r.status = tensorVerdict(r.ratio, r.tolerance);
+    if (r.status == Status::Divergent) {
+        diagnose(ctx, ref, cand, r);
+    }
+    r.histogram = computeErrorHistogram(ref, cand, r.tolerance.value);
+}
+
+} // namespace
+
 TensorResult compareTensor(const ComparisonContext& ctx, const TensorId& id, bool tryClean) {
     TensorResult r;
     r.id = id;
     const auto* refShards = ctx.reference.shards(id);
     const auto* candShards = ctx.candidate.shards(id);
-    const auto* any = candShards ? candShards : refShards;
-    r.shape = any->front().placement.globalShape;
-    r.dtype = any->front().dtype;
-    r.placement = describeShards(*any);
-    r.placementSource = any->front().placement.source;
-    for (const auto& s : *any) {
-        r.placementSource = weakerSource(r.placementSource, s.placement.source);
-    }
+    describeTensor(r, candShards ? *candShards : *refShards);
     if (!refShards || !candShards) {
-        if (structural(ctx, refShards, candShards, r)) {
-            return r;
-        }
-        r.status = Status::Missing;
-        r.invalid = invalidReason(refShards, candShards);
-        r.findings.push_back(makeWarning(
-            DiagnosticCode::MissingTensor, "tensor " + id.path(),
-            std::string("only the ") + (refShards ? "reference" : "candidate") + " holds it"));
+        oneSided(ctx, refShards, candShards, r);
         return r;
     }
     auto chosen = settlePlacement(ctx, *refShards, *candShards, r);
@@ -355,21 +387,7 @@ TensorResult compareTensor(const ComparisonContext& ctx, const TensorId& id, boo
                                            shapeToString(cand.tensor->shape)));
         return r;
     }
-    r.tolerance =
-        toleranceFor(ctx, id, ref.tensor->dtype, measureFloor(ctx, id, *ref.tensor, r.findings));
-    noteUnstableFloor(r);
-    r.metrics = computeMetrics(*ref.tensor, *cand.tensor);
-    // Optimizer-step tensors: per-element tolerances where the update is ill-conditioned.
-    r.ratio =
-        toleranceRatio(conditionedError(ctx, *ref.tensor, *cand.tensor, r), r.tolerance.value);
-    r.ratio = std::max(r.ratio, replicaRatio(r, *cand.tensor));
-    // Over a bound that is not a sound one: reported with its ratio and counted apart
-    // (summary.provisionalOverBound), never a confident divergence.
-    r.status = tensorVerdict(r.ratio, r.tolerance);
-    if (r.status == Status::Divergent) {
-        diagnose(ctx, *ref.tensor, *cand.tensor, r);
-    }
-    r.histogram = computeErrorHistogram(*ref.tensor, *cand.tensor, r.tolerance.value);
+    judge(ctx, *ref.tensor, *cand.tensor, r);
     return r;
 }
 

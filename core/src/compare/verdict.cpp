@@ -316,10 +316,14 @@ Origin classifyOrigin(double inputRatio, double outputRatio) {
     return Origin::Inherited;
 }
 
-void assembleVerdicts(DiffResult& result, const std::vector<ModuleInfo>& modules) {
-    // Module table: the manifest's execution order, then any module only the tensors name.
+namespace {
+
+using ModuleIndex = std::map<std::string, std::size_t>;
+
+// The module table: the manifest's execution order, then any module only the tensors name.
+ModuleIndex buildModuleTable(DiffResult& result, const std::vector<ModuleInfo>& modules) {
     result.modules.clear();
-    std::map<std::string, std::size_t> index;
+    ModuleIndex index;
     for (const auto& info : modules) {
         if (index.emplace(info.name, result.modules.size()).second) {
             result.modules.push_back(moduleEntry(info.name, info.type, info.order, info.depth));
@@ -342,19 +346,44 @@ void assembleVerdicts(DiffResult& result, const std::vector<ModuleInfo>& modules
     for (std::size_t i = 0; i < result.modules.size(); ++i) {
         index[result.modules[i].name] = i;
     }
+    return index;
+}
 
-    std::sort(result.tensors.begin(), result.tensors.end(),
-              [&](const TensorResult& a, const TensorResult& b) {
-                  const auto oa = index.at(a.id.module);
-                  const auto ob = index.at(b.id.module);
-                  return oa != ob ? oa < ob : a.id < b.id;
-              });
-
-    DiffSummary& s = result.summary;
+void resetCounts(DiffSummary& s) {
     s.compared = s.divergent = s.missing = s.invalid = s.structural = s.unresolved = 0;
     s.provisional = s.provisionalOverBound = s.drift = 0;
     s.unstableFloors = s.unstableOverBound = 0;
     s.maxRatio = s.provisionalMaxRatio = s.driftMaxRatio = s.unstableMaxRatio = 0.0;
+}
+
+// Counts one compared tensor (clean, divergent or drift) into the run and its module.
+void countCompared(DiffSummary& s, ModuleResult& m, const TensorResult& t) {
+    ++s.compared;
+    if (t.tolerance.provisional != Provisional::None) {
+        ++s.provisional;
+        s.provisionalOverBound += t.ratio > 1.0 ? 1 : 0;
+        s.provisionalMaxRatio = std::max(s.provisionalMaxRatio, t.ratio);
+        return; // no confident ratio: kept out of the run's and the module's maximum
+    }
+    s.unstableFloors += unstableFloor(t.tolerance) ? 1 : 0;
+    if (t.status != Status::Divergent && unstableOverBound(t.ratio, t.tolerance)) {
+        ++s.unstableOverBound;
+        s.unstableMaxRatio = std::max(s.unstableMaxRatio, t.ratio);
+        return; // likewise: its floor is too uncertain for a confident ratio
+    }
+    s.maxRatio = std::max(s.maxRatio, t.ratio);
+    m.maxRatio = std::max(m.maxRatio, t.ratio);
+    s.divergent += t.status == Status::Divergent ? 1 : 0;
+    if (t.status == Status::Drift) {
+        ++s.drift;
+        s.driftMaxRatio = std::max(s.driftMaxRatio, t.ratio);
+    }
+    s.structural += t.structure != StructuralChange::None ? 1 : 0;
+}
+
+void countTensors(DiffResult& result, const ModuleIndex& index) {
+    DiffSummary& s = result.summary;
+    resetCounts(s);
     for (std::size_t i = 0; i < result.tensors.size(); ++i) {
         const auto& t = result.tensors[i];
         auto& m = result.modules[index.at(t.id.module)];
@@ -362,34 +391,25 @@ void assembleVerdicts(DiffResult& result, const std::vector<ModuleInfo>& modules
         switch (t.status) {
         case Status::Clean:
         case Status::Divergent:
-        case Status::Drift:
-            ++s.compared;
-            if (t.tolerance.provisional != Provisional::None) {
-                ++s.provisional;
-                s.provisionalOverBound += t.ratio > 1.0 ? 1 : 0;
-                s.provisionalMaxRatio = std::max(s.provisionalMaxRatio, t.ratio);
-                break; // no confident ratio: kept out of the run's and the module's maximum
-            }
-            s.unstableFloors += unstableFloor(t.tolerance) ? 1 : 0;
-            if (t.status != Status::Divergent && unstableOverBound(t.ratio, t.tolerance)) {
-                ++s.unstableOverBound;
-                s.unstableMaxRatio = std::max(s.unstableMaxRatio, t.ratio);
-                break; // likewise: its floor is too uncertain for a confident ratio
-            }
-            s.maxRatio = std::max(s.maxRatio, t.ratio);
-            m.maxRatio = std::max(m.maxRatio, t.ratio);
-            s.divergent += t.status == Status::Divergent ? 1 : 0;
-            if (t.status == Status::Drift) {
-                ++s.drift;
-                s.driftMaxRatio = std::max(s.driftMaxRatio, t.ratio);
-            }
-            s.structural += t.structure != StructuralChange::None ? 1 : 0;
-            break;
+        case Status::Drift: countCompared(s, m, t); break;
         case Status::Missing: ++s.missing; break;
         case Status::Invalid: ++s.invalid; break;
         case Status::Unresolved: ++s.unresolved; break;
         }
     }
+}
+
+} // namespace
+
+void assembleVerdicts(DiffResult& result, const std::vector<ModuleInfo>& modules) {
+    const auto index = buildModuleTable(result, modules);
+    std::sort(result.tensors.begin(), result.tensors.end(),
+              [&](const TensorResult& a, const TensorResult& b) {
+                  const auto oa = index.at(a.id.module);
+                  const auto ob = index.at(b.id.module);
+                  return oa != ob ? oa < ob : a.id < b.id;
+              });
+    countTensors(result, index);
     // A module is as bad as its worst tensor, in the one severity order.
     for (auto& m : result.modules) {
         m.status = Status::Clean;
@@ -404,8 +424,9 @@ void assembleVerdicts(DiffResult& result, const std::vector<ModuleInfo>& modules
         analysis.classify(result.modules[i], i);
     }
     buildTimeline(result);
-    s.clean = s.divergent == 0 && s.invalid == 0 && s.missing == 0 && s.unresolved == 0 &&
-              !hasErrors(result.diagnostics);
+    const DiffSummary& s = result.summary;
+    result.summary.clean = s.divergent == 0 && s.invalid == 0 && s.missing == 0 &&
+                           s.unresolved == 0 && !hasErrors(result.diagnostics);
 }
 
 std::vector<std::size_t> worstTensors(const DiffResult& result, std::size_t count) {

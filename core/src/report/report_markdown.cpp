@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <sstream>
+#include <string_view>
 
 namespace ttrace {
 namespace {
@@ -122,20 +123,37 @@ void appendConditioning(std::ostringstream& md, const DiffResult& r,
     }
 }
 
-} // namespace
+std::string_view verdictHeading(RunVerdict verdict) {
+    switch (verdict) {
+    case RunVerdict::Clean: return "clean";
+    case RunVerdict::Divergent: return "DIVERGENT";
+    case RunVerdict::Unresolved: return "UNRESOLVED";
+    case RunVerdict::Drift: return "drift";
+    case RunVerdict::Invalid: break;
+    }
+    return "INVALID";
+}
 
-std::string diffResultToMarkdown(const DiffResult& r, const MarkdownOptions& options) {
+// Rows that appear only when they say something: environment, drift, provisional, floors.
+void appendVerdictNotes(std::ostringstream& md, const DiffResult& r) {
     const auto& s = r.summary;
-    std::ostringstream md;
-    const auto verdict = runVerdict(r);
-    md << "# TTrace diff: "
-       << (verdict == RunVerdict::Clean        ? "clean"
-           : verdict == RunVerdict::Divergent  ? "DIVERGENT"
-           : verdict == RunVerdict::Unresolved ? "UNRESOLVED"
-           : verdict == RunVerdict::Drift      ? "drift"
-                                               : "INVALID")
-       << "\n\n";
-    appendFirstDivergence(md, r);
+    if (!s.environmentChanges.empty()) {
+        md << "| environment differs | " << cell(environmentText(s)) << " |\n";
+    }
+    if (s.drift > 0) {
+        md << "| drift | " << cell(driftText(s)) << " |\n";
+    }
+    if (const auto provisional = provisionalVerdictText(r); !provisional.empty()) {
+        md << "| provisional | " << cell(provisional) << " |\n";
+    }
+    if (const auto unstable = unstableFloorText(r); !unstable.empty()) {
+        md << "| unstable floors | " << cell(unstable) << " |\n";
+    }
+}
+
+// The table under the heading: what was compared with what, and the run's verdict lines.
+void appendSummaryTable(std::ostringstream& md, const DiffResult& r) {
+    const auto& s = r.summary;
     md << "| | |\n|---|---|\n";
     md << "| reference | `" << s.referenceDir << "` (" << sideLayoutText(s, true) << ", "
        << s.perturbedVariants << " perturbed variants) |\n";
@@ -154,25 +172,16 @@ std::string diffResultToMarkdown(const DiffResult& r, const MarkdownOptions& opt
         md << "| convention mismatch | " << cell(r.convention->toString()) << " |\n";
     }
     md << "| max ratio (error / tolerance) | " << formatNumber(s.maxRatio) << " |\n";
-    if (!s.environmentChanges.empty()) {
-        md << "| environment differs | " << cell(environmentText(s)) << " |\n";
-    }
-    if (s.drift > 0) {
-        md << "| drift | " << cell(driftText(s)) << " |\n";
-    }
-    if (const auto provisional = provisionalVerdictText(r); !provisional.empty()) {
-        md << "| provisional | " << cell(provisional) << " |\n";
-    }
-    if (const auto unstable = unstableFloorText(r); !unstable.empty()) {
-        md << "| unstable floors | " << cell(unstable) << " |\n";
-    }
+    appendVerdictNotes(md, r);
     md << "| first divergence, forward | "
        << (r.firstForwardDivergence ? "`" + *r.firstForwardDivergence + "`" : "none") << " |\n";
     md << "| first divergence, backward | "
        << (r.firstBackwardDivergence ? "`" + *r.firstBackwardDivergence + "`" : "none") << " |\n";
     md << "| divergence introduced in (offline estimate) | " << origins(r, Origin::Introduced)
        << " |\n\n";
+}
 
+void appendDivergentModules(std::ostringstream& md, const DiffResult& r) {
     md << "## Divergent modules (execution order)\n\n";
     bool any = false;
     for (const auto& m : r.modules) {
@@ -189,11 +198,14 @@ std::string diffResultToMarkdown(const DiffResult& r, const MarkdownOptions& opt
            << formatNumber(m.outputRatio) << " | " << originName(m.origin) << " |\n";
     }
     md << (any ? "\n" : "None.\n\n");
+}
 
+void appendWorstTensors(std::ostringstream& md, const DiffResult& r,
+                        const std::vector<std::size_t>& worst) {
     md << "## Worst tensors\n\n";
     md << "| tensor | status | rel. error | tolerance | ratio | tolerance source | placement "
           "|\n|---|---|---:|---:|---:|---|---|\n";
-    for (const auto i : worstTensors(r, options.worstTensors)) {
+    for (const auto i : worst) {
         const auto& t = r.tensors[i];
         md << "| `" << cell(t.id.label()) << "` | " << tensorVerdictName(t)
            << (t.signatures.empty() ? "" : " (" + cell(t.signatures.front().summary) + ")") << " | "
@@ -201,8 +213,9 @@ std::string diffResultToMarkdown(const DiffResult& r, const MarkdownOptions& opt
            << formatNumber(t.ratio) << " | " << t.tolerance.source.name() << " | "
            << cell(t.placement) << " |\n";
     }
-    appendConditioning(md, r, worstTensors(r, options.worstTensors));
-    appendInvalid(md, r);
+}
+
+void appendFindings(std::ostringstream& md, const DiffResult& r) {
     Diagnostics all = r.diagnostics;
     for (const auto& t : r.tensors) {
         for (const auto& f : t.findings) {
@@ -219,6 +232,21 @@ std::string diffResultToMarkdown(const DiffResult& r, const MarkdownOptions& opt
             md << "- " << d.toString() << "\n";
         }
     }
+}
+
+} // namespace
+
+std::string diffResultToMarkdown(const DiffResult& r, const MarkdownOptions& options) {
+    std::ostringstream md;
+    md << "# TTrace diff: " << verdictHeading(runVerdict(r)) << "\n\n";
+    appendFirstDivergence(md, r);
+    appendSummaryTable(md, r);
+    appendDivergentModules(md, r);
+    const auto worst = worstTensors(r, options.worstTensors);
+    appendWorstTensors(md, r, worst);
+    appendConditioning(md, r, worst);
+    appendInvalid(md, r);
+    appendFindings(md, r);
     md << "\nRatio = relative Frobenius error / derived tolerance; above 1 is beyond round-off. "
           "Tolerances: see docs/tolerance.md of TTrace Explorer.\n";
     return md.str();

@@ -219,29 +219,14 @@ class PlacementInference:
         """(local tensor to store, its placement, the decision) for an input ("in") or
         output ("out"). `decided`: the forward tensor's decision, for its gradient;
         `origin`: the live tensor `tensor` copies (for the producer lookup)."""
-        ann = annotation_of(module)
-        if isinstance(ann, ModuleAnnotation):
-            # An explicit placement refines even a DTensor's (it states the whole job's
-            # layout, which a DTensor on a sub-mesh cannot); it applies to the local shard.
-            spec = ann.pick(direction, index)
-            local = tensor.to_local() if is_dtensor(tensor) else tensor
-            done = Decision(None, None, "annotated")
-            if isinstance(spec, Placement):
-                return local, spec.with_source("annotated"), done
-            if callable(spec) and not isinstance(spec, str):
-                return local, spec(local).with_source("annotated"), done
+        annotated = self._annotated(module, direction, index, tensor)
+        if annotated is not None:
+            return annotated
         routed = self._routed(module, direction, tensor, decided, origin, gradient)
         if routed is not None:
             return routed
         if is_dtensor(tensor):
-            local, placement = dtensor_placement(tensor)
-            roles = Layout("replica").roles(tensor.dim(), self.order)
-            batch = roles.index("b") if "b" in roles else None
-            seq = roles.index("s") if "s" in roles else None
-            outer = self.outer(tensor.device_mesh)
-            source = self.with_order("declared", tensor.dim(), outer.parts > 1)
-            placement = compose_activation(placement, outer, batch, seq).with_source(source)
-            return local, placement, Decision(None, None, source)
+            return self._declared_dtensor(tensor)
         if not gradient and self.is_buffer(tensor):
             # A constant table the model holds (a rotary `freqs_cis`, a causal mask): whole
             # on every rank, whatever its first dimension looks like; replicas must agree.
@@ -252,26 +237,7 @@ class PlacementInference:
         shape = tuple(tensor.shape)
         if decided is None or decided.layout is None:
             lookup = origin if origin is not None else tensor
-            layout, source = self.decide(module, direction, index, lookup, primary, 0, entry)
-            note = None
-            if source in ("default", "sequence-split inputs") and tensor.is_floating_point():
-                # Inputs split on the sequence only leave the sequence as the one dimension
-                # the outputs may be split on.
-                modes = ("seq",) if source != "default" else ("seq", "last")
-                layout, note = self.facts.by_shape(
-                    module, direction, index, shape, self.order, modes
-                )
-            # Integer tensors nothing placed (ids, positions, masks) are replicas over tp.
-            origin_of = self.source_of(source, lookup)
-            decided = Decision(
-                layout,
-                note,
-                self.with_order(origin_of, len(shape)),
-                layout_inferred=origin_of == "inferred",
-            )
-            if direction == "out" and note is None and source != "default":
-                tag(lookup, layout, self.order, decided.source)
-                self.produced_source[lookup] = decided.source
+            decided = self._decide_layout(module, direction, index, tensor, lookup, primary, entry)
         assert decided.layout is not None
         layout = decided.layout.for_gradient() if gradient else decided.layout
         placement, batch_note = self.place(shape, layout, gradient, direction)
@@ -287,6 +253,69 @@ class PlacementInference:
             placement,
             Decision(decided.layout, note, source, layout_inferred=decided.layout_inferred),
         )
+
+    def _annotated(
+        self, module: nn.Module, direction: str, index: int | str, tensor: torch.Tensor
+    ) -> tuple[torch.Tensor, Placement, Decision] | None:
+        """The placement an explicit annotation gives, if the module has one for this slot."""
+        ann = annotation_of(module)
+        if not isinstance(ann, ModuleAnnotation):
+            return None
+        # An explicit placement refines even a DTensor's (it states the whole job's layout,
+        # which a DTensor on a sub-mesh cannot); it applies to the local shard.
+        spec = ann.pick(direction, index)
+        local = tensor.to_local() if is_dtensor(tensor) else tensor
+        done = Decision(None, None, "annotated")
+        if isinstance(spec, Placement):
+            return local, spec.with_source("annotated"), done
+        if callable(spec) and not isinstance(spec, str):
+            return local, spec(local).with_source("annotated"), done
+        return None
+
+    def _declared_dtensor(self, tensor: torch.Tensor) -> tuple[torch.Tensor, Placement, Decision]:
+        """A DTensor's own placements, composed with the mesh dimensions it is replicated
+        over (data parallel outside its sub-mesh)."""
+        local, placement = dtensor_placement(tensor)
+        roles = Layout("replica").roles(tensor.dim(), self.order)
+        batch = roles.index("b") if "b" in roles else None
+        seq = roles.index("s") if "s" in roles else None
+        outer = self.outer(tensor.device_mesh)
+        source = self.with_order("declared", tensor.dim(), outer.parts > 1)
+        placement = compose_activation(placement, outer, batch, seq).with_source(source)
+        return local, placement, Decision(None, None, source)
+
+    def _decide_layout(
+        self,
+        module: nn.Module,
+        direction: str,
+        index: int | str,
+        tensor: torch.Tensor,
+        lookup: torch.Tensor,
+        primary: bool | None,
+        entry: CallEntry | None,
+    ) -> Decision:
+        """The layout of a tensor nothing declares: what the job says of its module, else
+        its shape; a module output's layout is tagged on the tensor for its consumers."""
+        shape = tuple(tensor.shape)
+        layout, source = self.decide(module, direction, index, lookup, primary, 0, entry)
+        note = None
+        if source in ("default", "sequence-split inputs") and tensor.is_floating_point():
+            # Inputs split on the sequence only leave the sequence as the one dimension the
+            # outputs may be split on.
+            modes = ("seq",) if source != "default" else ("seq", "last")
+            layout, note = self.facts.by_shape(module, direction, index, shape, self.order, modes)
+        # Integer tensors nothing placed (ids, positions, masks) are replicas over tp.
+        origin_of = self.source_of(source, lookup)
+        decided = Decision(
+            layout,
+            note,
+            self.with_order(origin_of, len(shape)),
+            layout_inferred=origin_of == "inferred",
+        )
+        if direction == "out" and note is None and source != "default":
+            tag(lookup, layout, self.order, decided.source)
+            self.produced_source[lookup] = decided.source
+        return decided
 
     def hypotheses(
         self,
