@@ -12,9 +12,11 @@ and the batch is split over data parallelism in contiguous blocks (`ParallelInfo
 before it. Its offset and the global row count need the other ranks' row counts: each rank
 puts its count of each captured expert call in the job's key-value store and reads the others'
 (the store rather than a collective: it needs no process group, and ranks of other pipeline
-stages never wait on it). A layer that flattens tokens sequence-major breaks the block
-assumption: its experts then diverge from the reference at their first tensor, they are
-never merged silently wrong into a clean verdict.
+stages never wait on it). Each rank then counts itself done on one more key, and the last of
+them deletes the call's keys: a long capture leaves nothing behind in the store, which the
+job's own rendezvous and collectives keep using. A layer that flattens tokens sequence-major
+breaks the block assumption: its experts then diverge from the reference at their first
+tensor, they are never merged silently wrong into a clean verdict.
 """
 
 from __future__ import annotations
@@ -59,6 +61,7 @@ class ExpertTokenSets:
         self.rows = rows
         self.calls: Counter[nn.Module] = Counter()
         self._handles: list[Any] = []
+        self._kept_warned = False
 
     def applies(self) -> bool:
         info = self.info
@@ -122,4 +125,18 @@ class ExpertTokenSets:
                 f"ttrace: expert {name}: expert-data-parallel ranks {missing} never reported "
                 f"their row count of call {self.calls[expert]} within {self.timeout_s:g} s"
             ) from exc
-        return [int(store.get(k)) for k in keys]
+        counts = [int(store.get(k)) for k in keys]
+        # Every rank adds itself once it has read all counts: the last one to do so knows
+        # no rank reads these keys again.
+        if store.add(key + "read", 1) == info.edp:
+            self._delete(store, [*keys, key + "read"])
+        return counts
+
+    def _delete(self, store: Any, keys: list[str]) -> None:
+        try:
+            for k in keys:
+                store.delete_key(k)
+        except (RuntimeError, NotImplementedError) as exc:  # a store that cannot delete
+            if not self._kept_warned:
+                log.warning("ttrace: the job's store keeps the expert row counts: %s", exc)
+                self._kept_warned = True
