@@ -602,54 +602,69 @@ bool isDiffDocument(const nlohmann::json& doc) {
            *schema == kDiffJsonSchema && *version == kDiffJsonVersion;
 }
 
+namespace {
+
+// A count or ratio that older documents do not have: 0 when absent.
+double optionalNum(const json& s, const char* key) {
+    return s.contains(key) ? num(s.at(key)) : 0.0;
+}
+
+DiffSummary summaryFrom(const json& s) {
+    DiffSummary out;
+    out.referenceDir = s.at("reference");
+    out.candidateDir = s.at("candidate");
+    out.precision = s.at("precision");
+    out.referenceRanks = s.at("reference_ranks");
+    out.candidateRanks = s.at("candidate_ranks");
+    out.referenceLayout = s.value("reference_layout", std::string());
+    out.candidateLayout = s.value("candidate_layout", std::string());
+    out.referenceRole = s.value("reference_role", std::string("reference"));
+    out.compared = s.at("compared");
+    out.divergent = s.at("divergent");
+    out.missing = s.at("missing");
+    out.invalid = s.at("invalid");
+    out.structural = s.value("structural", std::size_t{0});
+    out.unresolved = s.value("unresolved", std::size_t{0});
+    out.perturbedVariants = s.at("perturbed_variants");
+    out.maxRatio = num(s.at("max_ratio"));
+    out.provisional = s.value("provisional", std::size_t{0});
+    out.drift = s.value("drift", std::size_t{0});
+    out.driftMaxRatio = optionalNum(s, "drift_max_ratio");
+    out.driftBound = optionalNum(s, "drift_bound");
+    out.environmentRecorded = s.value("environment_recorded", false);
+    out.environmentChanges = s.value("environment_changes", std::vector<std::string>{});
+    out.provisionalOverBound = s.value("provisional_over_bound", std::size_t{0});
+    out.provisionalMaxRatio = optionalNum(s, "provisional_max_ratio");
+    out.unstableFloors = s.value("unstable_floors", std::size_t{0});
+    out.unstableOverBound = s.value("unstable_over_bound", std::size_t{0});
+    out.unstableMaxRatio = optionalNum(s, "unstable_max_ratio");
+    out.clean = s.at("clean");
+    if (s.contains("gradient_convention") && s.at("gradient_convention").is_string()) {
+        out.gradientConvention = s.at("gradient_convention");
+    }
+    return out;
+}
+
+void readFirstDivergence(const json& first, DiffResult& r) {
+    if (!first.at("forward").is_null()) {
+        r.firstForwardDivergence = first.at("forward").get<std::string>();
+    }
+    if (!first.at("backward").is_null()) {
+        r.firstBackwardDivergence = first.at("backward").get<std::string>();
+    }
+}
+
+} // namespace
+
 std::optional<DiffResult> diffResultFromDocument(const nlohmann::json& doc, std::string& error) {
     try {
         DiffResult r;
         const auto& s = doc.at("summary");
-        r.summary.referenceDir = s.at("reference");
-        r.summary.candidateDir = s.at("candidate");
-        r.summary.precision = s.at("precision");
-        r.summary.referenceRanks = s.at("reference_ranks");
-        r.summary.candidateRanks = s.at("candidate_ranks");
-        r.summary.referenceLayout = s.value("reference_layout", std::string());
-        r.summary.candidateLayout = s.value("candidate_layout", std::string());
-        r.summary.referenceRole = s.value("reference_role", std::string("reference"));
-        r.summary.compared = s.at("compared");
-        r.summary.divergent = s.at("divergent");
-        r.summary.missing = s.at("missing");
-        r.summary.invalid = s.at("invalid");
-        r.summary.structural = s.value("structural", std::size_t{0});
-        r.summary.unresolved = s.value("unresolved", std::size_t{0});
-        r.summary.perturbedVariants = s.at("perturbed_variants");
-        r.summary.maxRatio = num(s.at("max_ratio"));
-        r.summary.provisional = s.value("provisional", std::size_t{0});
-        r.summary.drift = s.value("drift", std::size_t{0});
-        r.summary.driftMaxRatio =
-            s.contains("drift_max_ratio") ? num(s.at("drift_max_ratio")) : 0.0;
-        r.summary.driftBound = s.contains("drift_bound") ? num(s.at("drift_bound")) : 0.0;
-        r.summary.environmentRecorded = s.value("environment_recorded", false);
-        r.summary.environmentChanges = s.value("environment_changes", std::vector<std::string>{});
-        r.summary.provisionalOverBound = s.value("provisional_over_bound", std::size_t{0});
-        r.summary.provisionalMaxRatio =
-            s.contains("provisional_max_ratio") ? num(s.at("provisional_max_ratio")) : 0.0;
-        r.summary.unstableFloors = s.value("unstable_floors", std::size_t{0});
-        r.summary.unstableOverBound = s.value("unstable_over_bound", std::size_t{0});
-        r.summary.unstableMaxRatio =
-            s.contains("unstable_max_ratio") ? num(s.at("unstable_max_ratio")) : 0.0;
-        r.summary.clean = s.at("clean");
+        r.summary = summaryFrom(s);
         r.cancelled = s.at("cancelled");
-        if (s.contains("gradient_convention") && s.at("gradient_convention").is_string()) {
-            r.summary.gradientConvention = s.at("gradient_convention");
-        }
         r.convention = conventionFrom(doc);
         r.clipping = clippingFrom(doc);
-        const auto& first = doc.at("first_divergence");
-        if (!first.at("forward").is_null()) {
-            r.firstForwardDivergence = first.at("forward").get<std::string>();
-        }
-        if (!first.at("backward").is_null()) {
-            r.firstBackwardDivergence = first.at("backward").get<std::string>();
-        }
+        readFirstDivergence(doc.at("first_divergence"), r);
         r.diagnostics = diagnosticsFrom(doc.at("diagnostics"));
         for (const auto& m : doc.at("modules")) {
             r.modules.push_back(moduleFrom(m));

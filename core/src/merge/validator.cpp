@@ -7,6 +7,7 @@
 #include <tbb/parallel_for.h>
 
 #include <iomanip>
+#include <optional>
 #include <sstream>
 
 namespace ttrace {
@@ -25,28 +26,7 @@ std::string humanBytes(std::int64_t bytes) {
     return out.str();
 }
 
-} // namespace
-
-ValidationReport validateBundle(const std::filesystem::path& dir, const ValidateOptions& options,
-                                const ProgressFn& progress, const CheckedTensorFn& onTensor) {
-    ValidationReport report;
-    // Indexing is the first 20% of the work, merging the rest.
-    auto opened = openBundle(
-        dir, [&](double f, std::string_view what) { return !progress || progress(0.2 * f, what); });
-    report.diagnostics = std::move(opened.diagnostics);
-    if (opened.cancelled) {
-        report.cancelled = true;
-        return report;
-    }
-    if (!opened.bundle) {
-        if (isUnfinishedCapture(dir)) { // say what of it can still be compared
-            auto usable = describeUsablePart(dir);
-            report.diagnostics.insert(report.diagnostics.end(), usable.begin(), usable.end());
-        }
-        return report;
-    }
-    const Bundle& bundle = *opened.bundle;
-    auto& s = report.summary;
+void summarize(const Bundle& bundle, ValidationSummary& s) {
     s.role = bundle.manifest().role;
     s.worldSize = bundle.manifest().worldSize;
     s.modules = bundle.manifest().modules.size();
@@ -60,9 +40,12 @@ ValidationReport validateBundle(const std::filesystem::path& dir, const Validate
         ++s.dtypes[std::string(dtypeName(shards.front().dtype))];
         ++s.kinds[std::string(tensorKindName(id.kind))];
     }
-    if (!options.checkCoverage) {
-        return report;
-    }
+}
+
+// Merges every tensor (in parallel) for holes, overlaps and disagreeing replicas; its
+// findings in the bundle's tensor order, or nothing when cancelled.
+std::optional<Diagnostics> checkCoverage(const Bundle& bundle, const ProgressFn& progress,
+                                         const CheckedTensorFn& onTensor) {
     std::vector<const TensorId*> ids;
     for (const auto& [id, shards] : bundle.tensors()) {
         ids.push_back(&id);
@@ -86,12 +69,45 @@ ValidationReport validateBundle(const std::filesystem::path& dir, const Validate
         tracker.advance(ids[i]->module);
     });
     if (tracker.cancelled()) {
+        return std::nullopt;
+    }
+    Diagnostics all;
+    for (auto& f : findings) {
+        all.insert(all.end(), f.begin(), f.end());
+    }
+    return all;
+}
+
+} // namespace
+
+ValidationReport validateBundle(const std::filesystem::path& dir, const ValidateOptions& options,
+                                const ProgressFn& progress, const CheckedTensorFn& onTensor) {
+    ValidationReport report;
+    // Indexing is the first 20% of the work, merging the rest.
+    auto opened = openBundle(
+        dir, [&](double f, std::string_view what) { return !progress || progress(0.2 * f, what); });
+    report.diagnostics = std::move(opened.diagnostics);
+    if (opened.cancelled) {
         report.cancelled = true;
         return report;
     }
-    for (auto& f : findings) {
-        report.diagnostics.insert(report.diagnostics.end(), f.begin(), f.end());
+    if (!opened.bundle) {
+        if (isUnfinishedCapture(dir)) { // say what of it can still be compared
+            auto usable = describeUsablePart(dir);
+            report.diagnostics.insert(report.diagnostics.end(), usable.begin(), usable.end());
+        }
+        return report;
     }
+    summarize(*opened.bundle, report.summary);
+    if (!options.checkCoverage) {
+        return report;
+    }
+    auto merged = checkCoverage(*opened.bundle, progress, onTensor);
+    if (!merged) {
+        report.cancelled = true;
+        return report;
+    }
+    report.diagnostics.insert(report.diagnostics.end(), merged->begin(), merged->end());
     return report;
 }
 

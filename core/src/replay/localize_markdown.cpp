@@ -56,6 +56,56 @@ std::string unreplayedEntry(const DivergenceStart& start,
     return head + where;
 }
 
+std::string suspectName(const ModuleVerdict& v) {
+    return v.suspect.module.empty() ? std::string("the step") : v.suspect.module;
+}
+
+// Every replayed module agrees and the divergence enters where no module runs.
+std::string outsideEveryModule(const TensorId& entry) {
+    const bool grad = entry.kind == TensorKind::OutputGrad;
+    return "introduced outside every module: every replayed module agrees given the "
+           "reference's inputs; the divergence enters at " +
+           entry.module + " " + std::string(tensorKindName(entry.kind)) + " (iteration " +
+           std::to_string(entry.iteration) + ", micro-batch " + std::to_string(entry.microBatch) +
+           "), " +
+           (grad ? "the gradient the schedule feeds backward (its loss scaling)"
+                 : "the input the job feeds forward (its data)");
+}
+
+// No replay could judge the divergence: why, from the first module that could not be replayed.
+std::string notReplayed(const LocalizeResult& r) {
+    if (!r.start) {
+        // Named modules, none replayed (e.g. every one refused by a relaunch smaller than the
+        // job): nothing can be said to agree.
+        const auto& first = r.verdicts.front();
+        return "not localized: no named module could be replayed; " + suspectName(first) + ": " +
+               first.reason;
+    }
+    std::string text = "not localized: the divergence (iteration " +
+                       std::to_string(r.start->iteration) + ", " +
+                       std::string(localizePhaseName(r.start->phase)) + ") could not be replayed";
+    for (const auto& v : r.verdicts) {
+        if (v.verdict == Verdict::NotReplayable) {
+            text += "; " + suspectName(v) + ": " + v.reason;
+            break; // the first reason; the table has them all
+        }
+    }
+    return text;
+}
+
+// Every replay agrees: nothing introduced, saying which named modules could not be judged.
+std::string nothingIntroduced(const LocalizeResult& r) {
+    const auto unjudged = std::count_if(r.verdicts.begin(), r.verdicts.end(), [](const auto& v) {
+        return v.verdict == Verdict::NotReplayable;
+    });
+    if (unjudged > 0) {
+        return "nothing introduced among the replayed modules: each agrees given the "
+               "reference's inputs; " +
+               std::to_string(unjudged) + " named module(s) could not be replayed";
+    }
+    return "nothing introduced: every replayed module agrees given the reference's inputs";
+}
+
 } // namespace
 
 std::string localizeConclusion(const LocalizeResult& r) {
@@ -79,53 +129,19 @@ std::string localizeConclusion(const LocalizeResult& r) {
         return "introduced in: " + joined(r.guilty);
     }
     if (r.entry) {
-        const bool grad = r.entry->kind == TensorKind::OutputGrad;
-        return "introduced outside every module: every replayed module agrees given the "
-               "reference's inputs; the divergence enters at " +
-               r.entry->module + " " + std::string(tensorKindName(r.entry->kind)) + " (iteration " +
-               std::to_string(r.entry->iteration) + ", micro-batch " +
-               std::to_string(r.entry->microBatch) + "), " +
-               (grad ? "the gradient the schedule feeds backward (its loss scaling)"
-                     : "the input the job feeds forward (its data)");
+        return outsideEveryModule(*r.entry);
     }
     if (!r.start && r.verdicts.empty()) {
         return "nothing diverges";
     }
-    if (r.undetermined() && !r.start) {
-        // Named modules, none replayed (e.g. every one refused by a relaunch smaller than the
-        // job): nothing can be said to agree.
-        const auto& first = r.verdicts.front();
-        return "not localized: no named module could be replayed; " +
-               (first.suspect.module.empty() ? std::string("the step") : first.suspect.module) +
-               ": " + first.reason;
-    }
     if (r.undetermined()) {
-        std::string text =
-            "not localized: the divergence (iteration " + std::to_string(r.start->iteration) +
-            ", " + std::string(localizePhaseName(r.start->phase)) + ") could not be replayed";
-        for (const auto& v : r.verdicts) {
-            if (v.verdict == Verdict::NotReplayable) {
-                text += "; " +
-                        (v.suspect.module.empty() ? std::string("the step") : v.suspect.module) +
-                        ": " + v.reason;
-                break; // the first reason; the table has them all
-            }
-        }
-        return text;
+        return notReplayed(r);
     }
     if (r.enteredUnreplayed()) {
         return unreplayedEntry(*r.start, r.clipping);
     }
     // Named modules (no walk): say which could not be judged rather than "every module agrees".
-    const auto unjudged = std::count_if(r.verdicts.begin(), r.verdicts.end(), [](const auto& v) {
-        return v.verdict == Verdict::NotReplayable;
-    });
-    if (unjudged > 0) {
-        return "nothing introduced among the replayed modules: each agrees given the "
-               "reference's inputs; " +
-               std::to_string(unjudged) + " named module(s) could not be replayed";
-    }
-    return "nothing introduced: every replayed module agrees given the reference's inputs";
+    return nothingIntroduced(r);
 }
 
 std::string localizeResultToMarkdown(const LocalizeResult& r, const LocalizeContext& c) {

@@ -184,8 +184,26 @@ class BundleWriter:
             and self._bytes + stored.nbytes > self._test_disk_bytes
         ):
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(self.path))
+        attrs = self._tensor_attrs(key, kind.name, placement, is_scalar, complex_name, notes)
+        self._attrs.write_tensor(self._file, path, stored, self._fd, attrs)
+        self._written.add(path)
+        self._bytes += stored.nbytes
+        self.last_path = path
+        if self._bytes - self._writeback_at >= WRITEBACK_BYTES:
+            self._start_writeback()
+
+    def _tensor_attrs(
+        self,
+        key: TensorKey,
+        dtype_name: str,
+        placement: Placement,
+        is_scalar: bool,
+        complex_name: str | None,
+        notes: Mapping[str, str] | None,
+    ) -> dict[str, Any]:
+        """The dataset's attributes: what the tensor is, where it sits, and its notes."""
         attrs: dict[str, Any] = {
-            "dtype": kind.name,
+            "dtype": dtype_name,
             "variant": key.variant,
             "iteration": np.int64(key.iteration),
             "micro_batch": np.int64(key.micro_batch),
@@ -200,14 +218,9 @@ class BundleWriter:
             attrs["complex"] = complex_name
         for name, text in (notes or {}).items():
             if name not in NOTE_ATTRS:
-                raise ValueError(f"rank {self.rank}: {path}: unknown note {name!r}")
+                raise ValueError(f"rank {self.rank}: {key.path}: unknown note {name!r}")
             attrs[name] = str(text)
-        self._attrs.write_tensor(self._file, path, stored, self._fd, attrs)
-        self._written.add(path)
-        self._bytes += stored.nbytes
-        self.last_path = path
-        if self._bytes - self._writeback_at >= WRITEBACK_BYTES:
-            self._start_writeback()
+        return attrs
 
     def _start_writeback(self) -> None:
         """Start writing the file's dirty pages to the disk, without waiting for it."""

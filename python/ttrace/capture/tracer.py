@@ -507,6 +507,24 @@ class Tracer:
             assert self._record is not None
             return self._record
         self._closed = True
+        self._remove_hooks()
+        error: TracerError | None = None
+        try:
+            self._record = self.writer.close()
+        except TracerError as exc:
+            error = exc
+            self._record = self.writer.writer.close()
+        failed = self.writer.error is not None  # raised (above) or only logged ("warn")
+        gathered = self._gather(self._rank_payload(self._record, failed))
+        if self.rank == 0:
+            self._write_manifest(gathered)
+        if error is not None:
+            raise error
+        if os.environ.get("TTRACE_SERVE") == "1":
+            self.serve()
+        return self._record
+
+    def _remove_hooks(self) -> None:
         self.recorder.remove()
         self.clip.remove()
         if self.opt_snapshot is not None:
@@ -521,15 +539,11 @@ class Tracer:
         self._resume_inference()
         if self.opt_hooks is not None:
             self.opt_hooks.remove()
-        error: TracerError | None = None
-        try:
-            self._record = self.writer.close()
-        except TracerError as exc:
-            error = exc
-            self._record = self.writer.writer.close()
-        failed = self.writer.error is not None  # raised (above) or only logged ("warn")
-        payload = (
-            self._record,
+
+    def _rank_payload(self, record: RankRecord, failed: bool) -> tuple[Any, ...]:
+        """What this rank tells rank 0 for the manifest."""
+        return (
+            record,
             self.table.export(self.parallel.pp_rank, self.parallel.pp),
             sorted(self.state.seen_iterations),
             self.state.max_mb,
@@ -543,26 +557,22 @@ class Tracer:
             rank_replay_record(self) if self.role == "candidate" else None,
             safe_rank_environment(self),
         )
-        if self._collective():
-            # Bounded: a killed rank is named after collective_timeout_s, never waited on.
-            wait_for_ranks(
-                self.writer.status.capture_id if self.writer.status else "",
-                self.rank,
-                self.world_size,
-                self.collective_timeout_s,
-                self.out_dir,
-            )
-            gathered: list[Any] = [None] * self.world_size
-            dist.all_gather_object(gathered, payload)
-        else:
-            gathered = [payload]
-        if self.rank == 0:
-            self._write_manifest(gathered)
-        if error is not None:
-            raise error
-        if os.environ.get("TTRACE_SERVE") == "1":
-            self.serve()
-        return self._record
+
+    def _gather(self, payload: tuple[Any, ...]) -> list[Any]:
+        """Every rank's payload, in rank order (this one's alone without a process group)."""
+        if not self._collective():
+            return [payload]
+        # Bounded: a killed rank is named after collective_timeout_s, never waited on.
+        wait_for_ranks(
+            self.writer.status.capture_id if self.writer.status else "",
+            self.rank,
+            self.world_size,
+            self.collective_timeout_s,
+            self.out_dir,
+        )
+        gathered: list[Any] = [None] * self.world_size
+        dist.all_gather_object(gathered, payload)
+        return gathered
 
     def serve(self, reference: str | os.PathLike[str] | None = None, **options: Any) -> None:
         """Collective, after `close()`: serve localize replays until shutdown, SIGTERM or the
