@@ -35,8 +35,10 @@ def _rank(rank: int, port: int, out: Path) -> None:
         assert sets.applies()
         sets.install()
         store = dist.distributed_c10d._get_default_store()
-        dist.barrier()
+        dist.barrier()  # whatever the process group keeps in the store is in
+        # Counted before the next barrier: past it, the other rank's first count may be in.
         before = store.num_keys()
+        dist.barrier()
         seen = []
         for call in range(CALLS):
             state.iteration = call // 2
