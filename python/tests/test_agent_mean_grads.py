@@ -9,7 +9,6 @@ replay must scale alike, while feeding the module the gradient it saw in trainin
 from __future__ import annotations
 
 import os
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,6 +22,7 @@ from torch.nn.parallel import DistributedDataParallel
 import ttrace.capture as ttc
 from ttrace.bundle.reader import BundleReader
 from ttrace_testing.agent_client import AgentClient, merge, rel_error
+from ttrace_testing.ports import free_port
 
 BATCH = 4  # global; each of the 2 candidate ranks takes half
 
@@ -88,18 +88,12 @@ def _candidate_rank(rank: int, port: int, tmp: Path) -> None:
         dist.destroy_process_group()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def agent(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[AgentClient, Path]]:
     tmp = tmp_path_factory.mktemp("agent_mean")
     _reference(tmp / "ref")
     ctx = mp.start_processes(
-        _candidate_rank, args=(_free_port(), tmp), nprocs=2, join=False, start_method="spawn"
+        _candidate_rank, args=(free_port(), tmp), nprocs=2, join=False, start_method="spawn"
     )
     client: AgentClient | None = None
     try:

@@ -10,7 +10,6 @@ import fcntl
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -30,6 +29,7 @@ from ttrace.bundle.rank_status import RankStatus, read_status
 from ttrace.bundle.writer import TEST_DISK_BYTES_ENV
 from ttrace.capture.async_writer import AsyncWriter
 from ttrace.capture.write_error import WriteError
+from ttrace_testing.ports import free_port
 
 TESTS = Path(__file__).resolve().parent
 REPO = TESTS.parents[1]
@@ -40,12 +40,6 @@ JOB = TESTS / "bad_day_job.py"
 class Rank:
     code: int
     out: str
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def run_job(world: int, out: Path, *args: str, env: dict[str, str] | None = None) -> list[Rank]:

@@ -6,7 +6,6 @@ ranks have read them (a long capture must not grow the store the job keeps using
 from __future__ import annotations
 
 import json
-import socket
 from pathlib import Path
 
 import torch
@@ -18,6 +17,7 @@ from ttrace.capture.capture_state import CaptureState
 from ttrace.capture.expert_token_sets import ExpertTokenSets
 from ttrace.capture.naming import ModuleNames
 from ttrace.capture.parallel_info import ParallelInfo
+from ttrace_testing.ports import free_port
 
 ROWS = (3, 5)  # tokens routed to the expert on data-parallel ranks 0 and 1
 CALLS = 6  # calls of the expert: iterations x micro-batches of a capture
@@ -53,14 +53,8 @@ def _rank(rank: int, port: int, out: Path) -> None:
         dist.destroy_process_group()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def test_rows_are_each_ranks_block_and_the_store_is_left_as_found(tmp_path: Path) -> None:
-    mp.start_processes(_rank, args=(_free_port(), tmp_path), nprocs=2, start_method="spawn")
+    mp.start_processes(_rank, args=(free_port(), tmp_path), nprocs=2, start_method="spawn")
     for rank in range(2):
         record = json.loads((tmp_path / f"rank{rank}.json").read_text())
         for call, (size, first, count) in enumerate(record["seen"]):

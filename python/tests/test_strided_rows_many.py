@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -28,6 +27,7 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
 import ttrace.capture as ttc
+from ttrace_testing.ports import free_port
 
 ROWS_PER_RANK, RANKS = 2000, 2
 
@@ -78,16 +78,10 @@ def _boxes(path: Path, tensor: str) -> Any:
         return f[tensor].attrs["boxes"]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def test_two_thousand_strided_rows_per_rank_compare_clean(tmp_path: Path) -> None:
     torch.set_num_threads(1)
     _reference(tmp_path / "ref")
-    mp.spawn(_candidate_rank, args=(_free_port(), tmp_path / "cand"), nprocs=RANKS)
+    mp.spawn(_candidate_rank, args=(free_port(), tmp_path / "cand"), nprocs=RANKS)
     boxes = _boxes(tmp_path / "cand" / "rank-00001.h5", "nominal/iter_0/mb_0/0/forward_output/0")
     # One box of 3 x 3 int64 per row; rank 1's last local row is the batch's last row.
     assert boxes.shape == (ROWS_PER_RANK, 9) and boxes.nbytes > 64 << 10
