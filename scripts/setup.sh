@@ -125,12 +125,22 @@ find_python312() {
   return 1
 }
 
-install_python312_env() {
-  local py312="${TTRACE_VENV312}/bin/python"
-  local stamp="${TTRACE_VENV312}/.ttrace-installed"
+python312_stamp_current() {
   local want
   want="$(printf '%s\n' "${PY312_PACKAGES[@]}" "${PY312_NO_DEPS_PACKAGES[@]}" | sha1sum)$(sha1sum "${TTRACE_ROOT}/python/pyproject.toml" "${TTRACE_ROOT}/python/testing/pyproject.toml")"
-  if [[ -x "${py312}" && -f "${stamp}" && "$(cat "${stamp}")" == "${want}" ]]; then
+  if [[ "${1:-}" == --print ]]; then
+    printf '%s' "${want}"
+    return 0
+  fi
+  local stamp="${TTRACE_VENV312}/.ttrace-installed"
+  [[ -x "${TTRACE_VENV312}/bin/python" && -f "${stamp}" && "$(cat "${stamp}")" == "${want}" ]]
+}
+
+# The third-party packages of .venv312 (the long download). Touches nothing in the source
+# tree, so it may run beside the rest of the set-up; install_python312_env adds this project.
+install_python312_packages() {
+  local py312="${TTRACE_VENV312}/bin/python"
+  if python312_stamp_current; then
     return 0
   fi
   if [[ ! -x "${py312}" ]]; then
@@ -145,9 +155,19 @@ install_python312_env() {
   log "installing Python packages into .venv312 (torch==2.13.0 with its CUDA wheels, ${PY312_NO_DEPS_PACKAGES[*]})"
   "${py312}" -m pip install -q --disable-pip-version-check "${PY312_PACKAGES[@]}"
   "${py312}" -m pip install -q --disable-pip-version-check --no-deps "${PY312_NO_DEPS_PACKAGES[@]}"
+}
+
+# This project's packages, editable (their builds write into the source tree: never beside
+# the .venv's own editable installs).
+install_python312_env() {
+  if python312_stamp_current; then
+    return 0
+  fi
+  install_python312_packages
+  local py312="${TTRACE_VENV312}/bin/python"
   "${py312}" -m pip install -q --disable-pip-version-check --no-deps -e "${TTRACE_ROOT}/python"
   "${py312}" -m pip install -q --disable-pip-version-check --no-deps -e "${TTRACE_ROOT}/python/testing"
-  printf '%s' "${want}" >"${stamp}"
+  python312_stamp_current --print >"${TTRACE_VENV312}/.ttrace-installed"
 }
 
 build_project() {

@@ -4,9 +4,10 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 # The newest Megatron-core release runs on Python 3.12 in its own environment (tests only).
 # Its ~4 GB of wheels download while the packages install and the project builds: the network
-# and the compiler overlap. Its output is shown once it ends.
+# and the compiler overlap. Its output is shown once it ends; this project's own packages go in
+# after the set-up (their editable builds write into the source tree, as .venv's do).
 py312_log="$(mktemp)"
-install_python312_env >"${py312_log}" 2>&1 &
+install_python312_packages >"${py312_log}" 2>&1 &
 py312_pid=$!
 trap 'kill "${py312_pid}" 2>/dev/null || true; rm -f "${py312_log}"' EXIT
 ttrace_setup
@@ -17,6 +18,7 @@ if ((py312_status != 0)); then
   log "setting up .venv312 failed (exit ${py312_status}); its output is above"
   exit "${py312_status}"
 fi
+install_python312_env
 
 export QT_QPA_PLATFORM=offscreen
 cd "${TTRACE_BUILD}"
