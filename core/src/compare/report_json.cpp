@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <limits>
+#include <utility>
 
 namespace ttrace {
 namespace {
@@ -22,6 +23,24 @@ json num(double v) {
 double num(const json& j) {
     return j.is_null() ? std::numeric_limits<double>::infinity() : j.get<double>();
 }
+// A number that older documents do not have: 0 when absent.
+double optionalNum(const json& j, const char* key) {
+    return j.contains(key) ? num(j.at(key)) : 0.0;
+}
+
+// Tolerance terms added after the first format: written and read from this one list, read as 0
+// from documents that predate them.
+constexpr std::pair<const char*, double Tolerance::*> kLaterToleranceTerms[] = {
+    {"carried_floor_mean", &Tolerance::carriedMean},
+    {"reduction_length", &Tolerance::reductionLength},
+    {"storage_roundings", &Tolerance::storageRoundings},
+    {"carried_parameter_error", &Tolerance::carriedParameterError},
+    {"reduction_order", &Tolerance::reductionOrder},
+    {"own_reduction_length", &Tolerance::ownReductionLength},
+    {"floor_min", &Tolerance::floorMin},
+    {"floor_max", &Tolerance::floorMax},
+    {"floor_disagreement", &Tolerance::floorDisagreement},
+};
 
 json toJson(const Diagnostic& d) {
     return {{"severity", d.severity == Severity::Error ? "error" : "warning"},
@@ -215,25 +234,20 @@ json metricsJson(const TensorMetrics& m) {
 }
 
 json toleranceJson(const Tolerance& tol, double conditioning) {
-    return {{"value", num(tol.value)},
-            {"source", tol.source.name()},
-            {"analytic", num(tol.analytic)},
-            {"empirical", tol.empirical ? num(*tol.empirical) : json(nullptr)},
-            {"floor_mean", num(tol.floorMean)},
-            {"floor_spread", num(tol.floorSpread)},
-            {"carried_floor_mean", num(tol.carriedMean)},
-            {"perturbed_samples", tol.perturbedSamples},
-            {"depth", tol.depth},
-            {"eps", tol.eps},
-            {"reduction_length", num(tol.reductionLength)},
-            {"storage_roundings", num(tol.storageRoundings)},
-            {"carried_parameter_error", num(tol.carriedParameterError)},
-            {"reduction_order", num(tol.reductionOrder)},
-            {"own_reduction_length", num(tol.ownReductionLength)},
-            {"floor_min", num(tol.floorMin)},
-            {"floor_max", num(tol.floorMax)},
-            {"floor_disagreement", num(tol.floorDisagreement)},
-            {"conditioning", num(conditioning)}};
+    json j = {{"value", num(tol.value)},
+              {"source", tol.source.name()},
+              {"analytic", num(tol.analytic)},
+              {"empirical", tol.empirical ? num(*tol.empirical) : json(nullptr)},
+              {"floor_mean", num(tol.floorMean)},
+              {"floor_spread", num(tol.floorSpread)},
+              {"perturbed_samples", tol.perturbedSamples},
+              {"depth", tol.depth},
+              {"eps", tol.eps},
+              {"conditioning", num(conditioning)}};
+    for (const auto& [key, term] : kLaterToleranceTerms) {
+        j[key] = num(tol.*term);
+    }
+    return j;
 }
 
 json toJson(const TensorResult& t) {
@@ -331,18 +345,12 @@ void readTolerance(const json& tol, Tolerance& out) {
     }
     out.floorMean = num(tol.at("floor_mean"));
     out.floorSpread = num(tol.at("floor_spread"));
-    out.carriedMean = tol.value("carried_floor_mean", 0.0);
     out.perturbedSamples = tol.at("perturbed_samples");
     out.depth = tol.at("depth");
     out.eps = tol.at("eps");
-    out.reductionLength = tol.value("reduction_length", 0.0);
-    out.storageRoundings = tol.value("storage_roundings", 0.0);
-    out.carriedParameterError = tol.value("carried_parameter_error", 0.0);
-    out.reductionOrder = tol.value("reduction_order", 0.0);
-    out.ownReductionLength = tol.value("own_reduction_length", 0.0);
-    out.floorMin = tol.value("floor_min", 0.0);
-    out.floorMax = tol.value("floor_max", 0.0);
-    out.floorDisagreement = tol.value("floor_disagreement", 0.0);
+    for (const auto& [key, term] : kLaterToleranceTerms) {
+        out.*term = optionalNum(tol, key);
+    }
 }
 
 TensorResult tensorFrom(const json& j) {
@@ -603,11 +611,6 @@ bool isDiffDocument(const nlohmann::json& doc) {
 }
 
 namespace {
-
-// A count or ratio that older documents do not have: 0 when absent.
-double optionalNum(const json& s, const char* key) {
-    return s.contains(key) ? num(s.at(key)) : 0.0;
-}
 
 DiffSummary summaryFrom(const json& s) {
     DiffSummary out;
