@@ -137,7 +137,7 @@ python312_stamp_current() {
 }
 
 # The third-party packages of .venv312 (the long download). Touches nothing in the source
-# tree, so it may run beside the rest of the set-up; install_python312_env adds this project.
+# tree, so it may run beside the rest of the set-up; install_python312_project adds this project.
 install_python312_packages() {
   local py312="${TTRACE_VENV312}/bin/python"
   if python312_stamp_current; then
@@ -157,13 +157,12 @@ install_python312_packages() {
   "${py312}" -m pip install -q --disable-pip-version-check --no-deps "${PY312_NO_DEPS_PACKAGES[@]}"
 }
 
-# This project's packages, editable (their builds write into the source tree: never beside
-# the .venv's own editable installs).
-install_python312_env() {
+# This project's packages, editable, after install_python312_packages (their builds write into
+# the source tree: never beside the .venv's own editable installs).
+install_python312_project() {
   if python312_stamp_current; then
     return 0
   fi
-  install_python312_packages
   local py312="${TTRACE_VENV312}/bin/python"
   "${py312}" -m pip install -q --disable-pip-version-check --no-deps -e "${TTRACE_ROOT}/python"
   "${py312}" -m pip install -q --disable-pip-version-check --no-deps -e "${TTRACE_ROOT}/python/testing"

@@ -18,7 +18,7 @@ if ((py312_status != 0)); then
   log "setting up .venv312 failed (exit ${py312_status}); its output is above"
   exit "${py312_status}"
 fi
-install_python312_env
+install_python312_project
 
 export QT_QPA_PLATFORM=offscreen
 cd "${TTRACE_BUILD}"
